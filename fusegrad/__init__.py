@@ -1,0 +1,21 @@
+"""fusegrad: a small, fast, hackable deep-learning framework (tinygrad-compatible API)."""
+from fusegrad.tensor import Tensor
+from fusegrad.dtype import dtypes
+from fusegrad.device import Device
+from fusegrad.helpers import Context, GlobalCounters
+from fusegrad.uop.ops import UOp
+
+def Variable(name: str, vmin: int, vmax: int) -> UOp:
+  """A symbolic integer (e.g. a sequence position) with known bounds."""
+  from fusegrad.dtype import dtypes as _d
+  from fusegrad.uop.ops import Ops
+  return UOp(Ops.DEFINE_VAR, _d.int32, (), (name, vmin, vmax))
+
+def TinyJit(fn=None, **kwargs):
+  """Placeholder until the JIT lands: calls the function directly (correct, just not replayed)."""
+  if fn is None: return lambda f: f
+  return fn
+
+from fusegrad import nn  # noqa: E402
+
+__all__ = ["Tensor", "dtypes", "Device", "Context", "GlobalCounters", "Variable", "TinyJit", "nn"]

@@ -1,0 +1,90 @@
+"""Scalar kernel graph -> a linear list of UOps with explicit loops (RANGE ... ENDRANGE).
+
+Each node is placed in the innermost loop among the ranges it depends on, so loop-invariant work is hoisted
+for free and every node is computed once (CSE comes from hash-consing)."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from fusegrad.dtype import dtypes
+from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
+from fusegrad.uop.symbolic import symbolic
+from fusegrad.codegen.lowerer import reduce_identity
+
+LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
+
+def _compute_in_float(x: UOp) -> UOp | None:
+  # PyTorch computes half/bfloat16 math in float32 and rounds each result; so do we
+  if x.op in GroupOp.ALU and x.op is not Ops.WHERE and any(s.dtype in LOW_FLOATS for s in x.src):
+    out = x.replace(src=tuple(s.cast(dtypes.float32) if s.dtype in LOW_FLOATS else s for s in x.src),
+                    dtype=dtypes.float32 if x.dtype in LOW_FLOATS else x.dtype)
+    return out.cast(x.dtype)
+  if x.op is Ops.REDUCE and x.dtype in LOW_FLOATS:
+    return x.replace(dtype=dtypes.float32, src=(x.src[0].cast(dtypes.float32),) + x.src[1:]).cast(x.dtype)
+  return None
+
+def _cast_roundtrip(x: UOp, y: UOp) -> UOp | None:
+  # half -> float -> half is exact, so it can go; float -> half -> float rounds and must stay
+  if x.dtype == y.dtype and x.dtype in LOW_FLOATS and y.src[0].dtype == dtypes.float32: return x
+  return None
+
+legalize = PatternMatcher([
+  (UPat((*GroupOp.ALU, Ops.REDUCE), name="x"), _compute_in_float),
+  (UPat(Ops.CAST, name="y", src=(UPat(Ops.CAST, src=(UPat.var("x"),)),)), lambda y, x: _cast_roundtrip(x, y)),
+])
+
+@dataclass
+class Block:
+  rng: UOp | None
+  depth: int = 0
+  items: list = field(default_factory=list)
+  inner: "Block | None" = None  # the nested output loop, emitted after this block's own items
+
+def linearize(sink: UOp) -> list[UOp]:
+  """Output loops nest outermost-first and each holds the nodes that depend on it; a reduce's loop is emitted as a unit
+  where the REDUCE sits in toposort order, after everything its body reads from outer levels."""
+  sink = graph_rewrite(graph_rewrite(sink, symbolic + legalize), symbolic)
+  order = sink.toposort()
+  deps: dict[UOp, frozenset] = {}
+  for u in order:
+    if u.op is Ops.RANGE: deps[u] = frozenset([u])
+    elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:])
+    else: deps[u] = frozenset().union(*[deps[s] for s in u.src]) if u.src else frozenset()
+  root = Block(None)
+  block_of: dict[UOp, Block] = {}
+  def deepest(rs) -> Block: return max((block_of[r] for r in rs), key=lambda b: b.depth, default=root)
+  reduce_ranges = {r for u in order if u.op is Ops.REDUCE for r in u.src[1:]}
+  parent = root
+  for r in sorted((u for u in order if u.op is Ops.RANGE and u not in reduce_ranges), key=lambda r: r.arg):
+    parent.inner = block_of[r] = Block(r, parent.depth + 1)
+    parent = parent.inner
+  # reduce loops nest under the block of their result; outer reduces come later in toposort, so walk backwards
+  loops: dict[UOp, tuple[Block, Block]] = {}
+  for u in reversed(order):
+    if u.op is not Ops.REDUCE: continue
+    home = parent = deepest(deps[u])
+    outer = None
+    for r in u.src[1:]:
+      b = block_of[r] = Block(r, parent.depth + 1)
+      if outer is None: outer = b
+      else: parent.inner = b
+      parent = b
+    loops[u] = (outer, parent)  # type: ignore
+  for u in order:
+    if u.op in (Ops.RANGE, Ops.SINK): continue
+    home = deepest(deps[u])
+    if u.op is Ops.REDUCE:
+      outer, inner = loops[u]
+      acc = UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(u.arg, u.dtype)),), u)
+      inner.items.append(UOp(Ops.ACC_UPDATE, u.dtype, (acc, u.src[0]), u.arg))
+      home.items += [acc, outer]
+    home.items.append(u)
+  out: list[UOp] = []
+  def flatten(b: Block):
+    if b.rng is not None: out.append(b.rng)
+    for it in b.items:
+      if isinstance(it, Block): flatten(it)
+      else: out.append(it)
+    if b.inner is not None: flatten(b.inner)
+    if b.rng is not None: out.append(UOp(Ops.ENDRANGE, dtypes.void, (b.rng,)))
+  flatten(root)
+  return out

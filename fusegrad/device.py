@@ -1,0 +1,75 @@
+"""Device registry and buffers."""
+from __future__ import annotations
+import importlib, os
+from typing import Any
+from fusegrad.dtype import DType
+from fusegrad.helpers import DEBUG, GlobalCounters
+
+KNOWN_DEVICES = ("CPU", "PYTHON", "NULL", "DISK")
+
+def canonicalize(device: str | None) -> str:
+  if device is None: return Device.DEFAULT
+  base, _, rest = str(device).partition(":")
+  base = base.upper()
+  if base == "CLANG": base = "CPU"
+  if base not in KNOWN_DEVICES: raise ValueError(f"unknown device {device!r}; available: {', '.join(KNOWN_DEVICES)}")
+  if base == "DISK": return f"DISK:{rest}"
+  return base if rest in ("", "0") else f"{base}:{rest}"
+
+class _Device:
+  """`Device["CPU"]` is the device object; `Device.DEFAULT` comes from DEV=DEVICE[:RENDERER] (default CPU)."""
+  def __init__(self): self._opened: dict[str, Any] = {}
+  def __getitem__(self, name: str):
+    name = canonicalize(name)
+    if name not in self._opened:
+      base = name.split(":")[0].lower()
+      mod = importlib.import_module(f"fusegrad.runtime.ops_{base}")
+      self._opened[name] = mod.open_device(name)
+      if DEBUG >= 1: print(f"opened device {name}")
+    return self._opened[name]
+  @property
+  def DEFAULT(self) -> str:
+    if not hasattr(self, "_default"):
+      dev = os.getenv("DEV", "")
+      for k in ("CPU", "PYTHON", "NULL"):
+        if os.getenv(k, "") == "1": dev = k
+      self._default = canonicalize(dev.split(":")[0] or "CPU")
+    return self._default
+  @DEFAULT.setter
+  def DEFAULT(self, v: str): self._default = canonicalize(v)
+  @property
+  def renderer_override(self) -> str | None:
+    dev = os.getenv("DEV", "")
+    return dev.split(":", 1)[1].upper() if ":" in dev else None
+
+Device = _Device()
+
+class Buffer:
+  """`size` elements of `dtype` on `device`; memory is allocated on first use and freed with the object."""
+  def __init__(self, device: str, size: int, dtype: DType, initial: bytes | memoryview | None = None):
+    self.device, self.size, self.dtype = device, size, dtype
+    self._mem: Any = None
+    if initial is not None: self.copyin(initial)
+  @property
+  def nbytes(self) -> int: return self.size * self.dtype.itemsize
+  def ensure_allocated(self) -> Buffer:
+    if self._mem is None:
+      self._mem = Device[self.device].allocator.alloc(self.nbytes)
+      GlobalCounters.mem_used += self.nbytes
+    return self
+  @property
+  def is_allocated(self) -> bool: return self._mem is not None
+  def __del__(self):
+    if getattr(self, "_mem", None) is not None:
+      GlobalCounters.mem_used -= self.nbytes
+  def copyin(self, data: bytes | memoryview):
+    mv = memoryview(data).cast("B")
+    if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into a buffer of {self.nbytes} bytes ({self.size} x {self.dtype})")
+    self.ensure_allocated()
+    Device[self.device].allocator.copyin(self._mem, mv)
+    return self
+  def as_memoryview(self) -> memoryview:
+    """The buffer's bytes (a copy where the device cannot expose its memory)."""
+    self.ensure_allocated()
+    return Device[self.device].allocator.as_memoryview(self._mem, self.nbytes)
+  def __repr__(self) -> str: return f"<Buffer {self.device} {self.size} {self.dtype}>"

@@ -1,0 +1,159 @@
+"""Data types, PyTorch-style type promotion, and value conversions."""
+from __future__ import annotations
+import math, struct
+from dataclasses import dataclass
+from typing import Any
+
+@dataclass(frozen=True, eq=True)
+class DType:
+  priority: int      # order used for sorting/printing only
+  itemsize: int
+  name: str
+  fmt: str | None    # struct/memoryview format character
+  def __repr__(self) -> str: return f"dtypes.{self.name}"
+  def __lt__(self, o: "DType") -> bool: return self.priority < o.priority
+  def ptr(self, size: int = -1) -> "PtrDType": return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self, size)
+  @property
+  def base(self) -> "DType": return self
+  @property
+  def bitsize(self) -> int: return self.itemsize * 8
+
+@dataclass(frozen=True, eq=True)
+class PtrDType(DType):
+  elem: DType = None  # type: ignore
+  size: int = -1
+  def __repr__(self) -> str: return f"{self.elem}.ptr({self.size})"
+  @property
+  def base(self) -> DType: return self.elem
+
+class dtypes:
+  void = DType(-1, 0, "void", None)
+  bool = DType(0, 1, "bool", "?")
+  int8 = DType(1, 1, "char", "b")
+  uint8 = DType(2, 1, "unsigned char", "B")
+  int16 = DType(3, 2, "short", "h")
+  uint16 = DType(4, 2, "unsigned short", "H")
+  int32 = DType(5, 4, "int", "i")
+  uint32 = DType(6, 4, "unsigned int", "I")
+  int64 = DType(7, 8, "long", "q")
+  uint64 = DType(8, 8, "unsigned long", "Q")
+  float16 = DType(9, 2, "half", "e")
+  bfloat16 = DType(10, 2, "__bf16", None)
+  float32 = DType(11, 4, "float", "f")
+  float64 = DType(12, 8, "double", "d")
+  # aliases
+  half, float, double = float16, float32, float64
+  char, uchar, short, ushort, int, uint, long, ulong = int8, uint8, int16, uint16, int32, uint32, int64, uint64
+  default_float: DType = float32
+  default_int: DType = int32
+
+  @staticmethod
+  def is_float(x: DType) -> bool: return x.base in FLOATS
+  @staticmethod
+  def is_int(x: DType) -> bool: return x.base in INTS
+  @staticmethod
+  def is_unsigned(x: DType) -> bool: return x.base in UINTS
+  @staticmethod
+  def is_bool(x: DType) -> bool: return x.base == dtypes.bool
+  @staticmethod
+  def from_py(x: Any) -> DType:
+    if isinstance(x, bool): return dtypes.bool
+    if isinstance(x, int): return dtypes.default_int
+    if isinstance(x, float): return dtypes.default_float
+    if isinstance(x, (list, tuple)): return max((dtypes.from_py(v) for v in x), default=dtypes.default_float, key=lambda d: d.priority)
+    raise TypeError(f"cannot infer a dtype from {type(x).__name__} {x!r}")
+  @staticmethod
+  def min(d: DType) -> Any:
+    if dtypes.is_int(d): return 0 if dtypes.is_unsigned(d) else -2**(d.bitsize - 1)
+    return False if d == dtypes.bool else -math.inf
+  @staticmethod
+  def max(d: DType) -> Any:
+    if dtypes.is_int(d): return 2**d.bitsize - 1 if dtypes.is_unsigned(d) else 2**(d.bitsize - 1) - 1
+    return True if d == dtypes.bool else math.inf
+  @staticmethod
+  def finfo(d: DType) -> tuple[int, int]:
+    """(exponent bits, mantissa bits) of a float dtype."""
+    return {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[d]
+  @staticmethod
+  def fields() -> dict[str, DType]: return DTYPES_BY_NAME
+
+SINTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
+UINTS = (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
+INTS = SINTS + UINTS
+FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+ALL_DTYPES = (dtypes.bool,) + INTS + FLOATS
+DTYPES_BY_NAME = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
+                  "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64,
+                  "float16": dtypes.float16, "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64,
+                  "half": dtypes.half, "float": dtypes.float, "double": dtypes.double, "long": dtypes.long, "int": dtypes.int,
+                  "uchar": dtypes.uchar, "char": dtypes.char, "short": dtypes.short, "ushort": dtypes.ushort,
+                  "uint": dtypes.uint, "ulong": dtypes.ulong}
+
+def to_dtype(x: Any) -> DType:
+  """Accept a DType, a name ('float32'), a numpy dtype or a torch dtype."""
+  if isinstance(x, DType): return x
+  name = getattr(x, "name", None) if not isinstance(x, str) else x
+  if name is None and hasattr(x, "__str__"): name = str(x)
+  name = str(name).replace("torch.", "").replace("dtypes.", "")
+  if name in DTYPES_BY_NAME: return DTYPES_BY_NAME[name]
+  if x is bool: return dtypes.bool
+  if x is int: return dtypes.default_int
+  if x is float: return dtypes.default_float
+  raise TypeError(f"unknown dtype {x!r}; use one of {sorted(set(DTYPES_BY_NAME))}")
+
+def _category(d: DType) -> int: return 0 if d == dtypes.bool else 1 if dtypes.is_int(d) else 2
+
+def least_upper_dtype(*ds: DType) -> DType:
+  """The dtype PyTorch's promotion gives for tensors of these dtypes (no weak scalars)."""
+  ds = tuple(dict.fromkeys(d.base for d in ds))
+  if len(ds) == 1: return ds[0]
+  top = max(_category(d) for d in ds)
+  ds = tuple(d for d in ds if _category(d) == top)
+  if len(ds) == 1: return ds[0]
+  if top == 2:
+    if dtypes.float64 in ds: return dtypes.float64
+    if dtypes.float32 in ds or (dtypes.float16 in ds and dtypes.bfloat16 in ds): return dtypes.float32
+    return ds[0]
+  signed = [d for d in ds if d in SINTS]
+  unsigned = [d for d in ds if d in UINTS]
+  if not signed: return max(unsigned, key=lambda d: d.itemsize)
+  s = max(signed, key=lambda d: d.itemsize)
+  if not unsigned: return s
+  u = max(unsigned, key=lambda d: d.itemsize)
+  if s.itemsize > u.itemsize: return s
+  # a signed type that holds every value of the unsigned one; int64 is as wide as it gets
+  return {1: dtypes.int16, 2: dtypes.int32}.get(u.itemsize, dtypes.int64)
+
+def result_dtype(tensor_dtype: DType, scalar: Any) -> DType:
+  """Promotion of a tensor with a weak Python scalar, as PyTorch does it: the scalar only raises the category."""
+  sc = 0 if isinstance(scalar, bool) else 1 if isinstance(scalar, int) else 2
+  if sc <= _category(tensor_dtype): return tensor_dtype
+  return dtypes.default_int if sc == 1 else dtypes.default_float
+
+def truncate(dtype: DType, x: Any) -> Any:
+  """Convert a Python value to what a `dtype` element holds (wrap ints, round floats)."""
+  if dtype == dtypes.bool: return bool(x)
+  if dtypes.is_int(dtype):
+    if isinstance(x, float):
+      if math.isnan(x) or math.isinf(x): return dtypes.min(dtype) if not dtypes.is_unsigned(dtype) else 0
+      x = int(x)
+    x = int(x) & (2**dtype.bitsize - 1)
+    if not dtypes.is_unsigned(dtype) and x >= 2**(dtype.bitsize - 1): x -= 2**dtype.bitsize
+    return x
+  x = float(x)
+  if dtype == dtypes.float64: return x
+  if dtype == dtypes.float32: return _round_via("f", x)
+  if dtype == dtypes.float16: return _round_via("e", x)
+  return bf16_to_float(float_to_bf16(x))
+
+def _round_via(fmt: str, x: float) -> float:
+  try: return struct.unpack(fmt, struct.pack(fmt, x))[0]
+  except OverflowError: return math.copysign(math.inf, x)
+
+def float_to_bf16(x: float) -> int:
+  """bfloat16 bits of x with round-to-nearest-even (NaN stays NaN)."""
+  if math.isnan(x): return 0x7fc0
+  bits = struct.unpack("I", struct.pack("f", _round_via("f", x)))[0]
+  return ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) & 0xffff
+
+def bf16_to_float(b: int) -> float: return struct.unpack("f", struct.pack("I", (b & 0xffff) << 16))[0]

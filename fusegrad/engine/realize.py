@@ -1,0 +1,52 @@
+"""Run a schedule: lower, render and compile each kernel (cached), then launch it."""
+from __future__ import annotations
+import time
+from fusegrad.device import Device
+from fusegrad.helpers import DEBUG, GlobalCounters, colored, SPEC
+from fusegrad.uop.ops import Ops, UOp
+from fusegrad.schedule import ScheduleItem
+
+_programs: dict[tuple[str, UOp], object] = {}
+
+def get_program(device: str, ast: UOp):
+  key = (device, ast)
+  if (prg := _programs.get(key)) is None:
+    from fusegrad.codegen.lowerer import lower_kernel
+    from fusegrad.codegen.linearize import linearize
+    if SPEC:
+      from fusegrad.uop.spec import verify_kernel
+      verify_kernel(ast)
+    dev = Device[device]
+    spec = dev.render(linearize(lower_kernel(ast)))
+    if DEBUG >= 4: print(spec.src)
+    if DEBUG >= 5:
+      for i, u in enumerate(spec.uops): print(f"{i:4d} {u.op.name:12s} {u.dtype} {[spec.uops.index(s) if s in spec.uops else s.arg for s in u.src]} {u.arg if u.op is not Ops.DEFINE_ACC else ''}")
+    prg = _programs[key] = dev.compile(spec)
+  return prg
+
+def run_copy(si: ScheduleItem):
+  dst, src = si.bufs
+  dst.copyin(src.as_memoryview())
+
+def run_schedule(schedule: list[ScheduleItem]):
+  for si in schedule:
+    if si.ast.src[0].op is Ops.COPY:
+      run_copy(si)
+      continue
+    out = si.bufs[0]
+    prg = get_program(si.device, si.ast)
+    mems = [b.ensure_allocated()._mem for b in si.bufs]
+    if out.size == 0: continue
+    st = time.perf_counter()
+    prg(mems, [])
+    Device[si.device].synchronize()
+    et = time.perf_counter() - st
+    spec = prg.spec
+    GlobalCounters.kernel_count += 1
+    GlobalCounters.global_ops += spec.flops
+    GlobalCounters.global_mem += spec.mem_bytes
+    GlobalCounters.time_sum_s += et
+    if DEBUG >= 2:
+      print(f"{colored('***', 'green')} {si.device:7s} {GlobalCounters.kernel_count:4d} {spec.name:32s} shape {str(spec.shape):20s} "
+            f"tm {et*1e3:9.3f}ms ({spec.flops/max(et,1e-9)*1e-9:9.2f} GFLOP/s {spec.mem_bytes/max(et,1e-9)*1e-9:8.2f} GB/s) "
+            f"mem {GlobalCounters.mem_used/1e9:.3f} GB")

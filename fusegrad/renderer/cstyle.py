@@ -1,0 +1,116 @@
+"""C source from linear UOps (the CPU device; the CUDA renderer will share most of it)."""
+from __future__ import annotations
+import math
+from fusegrad.dtype import DType, dtypes, float_to_bf16
+from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad.renderer import ProgramSpec, estimate, kernel_name
+
+C_TYPES = {dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
+           dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
+           dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16", dtypes.bfloat16: "unsigned short",
+           dtypes.float32: "float", dtypes.float64: "double"}
+
+PRELUDE = """#include <math.h>
+#include <string.h>
+static inline float bf16_to_f32(unsigned short x) { unsigned int u = ((unsigned int)x) << 16; float f; memcpy(&f, &u, 4); return f; }
+static inline unsigned short f32_to_bf16(float f) {
+  unsigned int u; memcpy(&u, &f, 4);
+  if (f != f) return 0x7fc0;
+  return (unsigned short)((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+#define BITCAST(T, F, x) ({ F _s = (x); T _d; memcpy(&_d, &_s, sizeof(T)); _d; })
+"""
+
+def ctype(d: DType) -> str: return C_TYPES[d.base]
+
+def render_const(v, d: DType) -> str:
+  if d == dtypes.bool: return "1" if v else "0"
+  if dtypes.is_int(d):
+    if v == dtypes.min(d) and not dtypes.is_unsigned(d): return f"(({ctype(d)})({v + 1}ll - 1))"
+    suffix = {dtypes.int64: "ll", dtypes.uint64: "ull", dtypes.uint32: "u"}.get(d, "")
+    return f"(({ctype(d)}){v}{suffix})" if not suffix else f"{v}{suffix}"
+  if d == dtypes.bfloat16: return f"((unsigned short){float_to_bf16(v)})"
+  if math.isnan(v): s = "NAN"
+  elif math.isinf(v): s = "INFINITY" if v > 0 else "(-INFINITY)"
+  else: s = float.hex(float(v)) + ("f" if d != dtypes.float64 else "")
+  return f"(({ctype(d)}){s})" if d == dtypes.float16 else s
+
+def _fn(name: str, d: DType) -> str: return name + ("f" if d != dtypes.float64 else "")
+
+def render_alu(op: Ops, d: DType, s: list[str], srcd: DType) -> str:
+  isf = dtypes.is_float(srcd)
+  if op in GroupOp.Unary:
+    a = s[0]
+    if op is Ops.NEG: return f"(-{a})"
+    if op is Ops.RECIP: return f"(1/{a})"
+    if op is Ops.ABS: return f"{_fn('fabs', d)}({a})" if isf else f"({a}<0?-{a}:{a})"
+    names = {Ops.EXP: "exp", Ops.LOG: "log", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan",
+             Ops.SQRT: "sqrt", Ops.TRUNC: "trunc", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.RINT: "rint", Ops.TANH: "tanh", Ops.ERF: "erf"}
+    return f"{_fn(names[op], d)}({a})" if isf else a
+  a, b = s[0], s[1] if len(s) > 1 else ""
+  if op is Ops.IDIV: return f"({b}==0?0:({b}==-1?-{a}:{a}/{b}))" if not dtypes.is_unsigned(srcd) else f"({b}==0?0:{a}/{b})"
+  if op is Ops.MOD:
+    if isf: return f"{_fn('fmod', d)}({a},{b})"
+    return f"({b}==0?0:({b}==-1?0:{a}%{b}))" if not dtypes.is_unsigned(srcd) else f"({b}==0?0:{a}%{b})"
+  if op is Ops.MAX: return f"((({a}!={a})||({a}>{b}))?{a}:{b})" if isf else f"(({a}>{b})?{a}:{b})"
+  if op is Ops.POW: return f"{_fn('pow', d)}({a},{b})"
+  if op is Ops.WHERE: return f"({a}?{b}:{s[2]})"
+  sym = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
+         Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}[op]
+  return f"({a}{sym}{b})"
+
+def render_cast(x: str, src: DType, dst: DType) -> str:
+  if src == dtypes.bfloat16: x, src = f"bf16_to_f32({x})", dtypes.float32
+  if dst == dtypes.bfloat16: return f"f32_to_bf16((float){x})"
+  if dst == dtypes.bool: return f"({x}!=0)"
+  if dtypes.is_float(src) and dtypes.is_int(dst) and dst.itemsize < 8: return f"(({ctype(dst)})(long long)({x}))"
+  return f"(({ctype(dst)})({x}))"
+
+def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
+  name, shape = kernel_name(uops)
+  names: dict[UOp, str] = {}
+  lines: list[str] = []
+  params, globals_, vars_ = [], [], []
+  written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
+  depth = 1
+  def r(u: UOp) -> str: return names[u] if u in names else render_const(u.arg, u.dtype)
+  def emit(s: str): lines.append("  " * depth + s)
+  counter = 0
+  for u in uops:
+    if u.op is Ops.DEFINE_GLOBAL:
+      names[u] = f"data{u.arg}"
+      params.append((u.arg, f"{'' if u.arg in written else 'const '}{ctype(u.dtype)}* restrict data{u.arg}"))
+      globals_.append((u.arg, u.arg in written))
+    elif u.op is Ops.DEFINE_VAR:
+      names[u] = u.arg[0]
+      vars_.append(u)
+    elif u.op is Ops.CONST: continue
+    elif u.op is Ops.RANGE:
+      names[u] = f"ridx{u.arg}"
+      emit(f"for ({ctype(u.dtype)} ridx{u.arg} = 0; ridx{u.arg} < {r(u.src[0])}; ridx{u.arg}++) {{")
+      depth += 1
+    elif u.op is Ops.ENDRANGE:
+      depth -= 1
+      emit("}")
+    elif u.op is Ops.STORE: emit(f"{r(u.src[0])}[{r(u.src[1])}] = {r(u.src[2])};")
+    elif u.op is Ops.DEFINE_ACC:
+      names[u] = f"acc{counter}"; counter += 1
+      emit(f"{ctype(u.dtype)} {names[u]} = {r(u.src[0])};")
+    elif u.op is Ops.ACC_UPDATE:
+      acc, v = r(u.src[0]), r(u.src[1])
+      emit(f"{acc} = {render_alu(u.arg, u.dtype, [acc, v], u.dtype)};")
+    elif u.op is Ops.REDUCE: names[u] = names[next(x for x in uops if x.op is Ops.DEFINE_ACC and x.arg is u)]
+    else:
+      if u.op is Ops.LOAD:
+        expr = f"{r(u.src[0])}[{r(u.src[1])}]"
+        if len(u.src) == 3: expr = f"({r(u.src[2])}?{expr}:{render_const(0, u.dtype)})"
+      elif u.op is Ops.CAST: expr = render_cast(r(u.src[0]), u.src[0].dtype, u.dtype)
+      elif u.op is Ops.BITCAST: expr = f"BITCAST({ctype(u.dtype)}, {ctype(u.src[0].dtype)}, {r(u.src[0])})"
+      elif u.op in GroupOp.ALU: expr = render_alu(u.op, u.dtype, [r(s) for s in u.src], u.src[-1].dtype if u.op is Ops.WHERE else u.src[0].dtype)
+      else: raise NotImplementedError(f"C renderer has no rule for {u.op}")
+      names[u] = f"v{counter}"; counter += 1
+      emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
+  sig = ", ".join([p for _, p in sorted(params)] + [f"{ctype(v.dtype)} {v.arg[0]}" for v in vars_])
+  src = PRELUDE + f"void {fn_prefix}{name}({sig}) {{\n" + "\n".join(lines) + "\n}\n"
+  flops, mem = estimate(uops)
+  return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape)

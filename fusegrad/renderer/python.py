@@ -1,0 +1,79 @@
+"""The PYTHON device's 'source': the linear UOps themselves, turned into a list of small Python steps."""
+from __future__ import annotations
+import struct
+from fusegrad.dtype import dtypes, truncate, bf16_to_float, float_to_bf16
+from fusegrad.uop.ops import GroupOp, Ops, UOp, exec_alu, PYTHON_ALU
+from fusegrad.renderer import ProgramSpec, estimate, kernel_name
+
+def render_python(uops: list[UOp]) -> ProgramSpec:
+  name, shape = kernel_name(uops)
+  written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
+  globals_ = sorted((u.arg, u.arg in written) for u in uops if u.op is Ops.DEFINE_GLOBAL)
+  vars_ = [u for u in uops if u.op is Ops.DEFINE_VAR]
+  flops, mem = estimate(uops)
+  src = "\n".join(f"{i}: {u.op.name} {u.dtype} {u.arg if u.op is not Ops.DEFINE_ACC else ''}" for i, u in enumerate(uops))
+  return ProgramSpec(name, src, uops, globals_, vars_, flops, mem, shape)
+
+def bitcast(v, src, dst):
+  sf = "H" if src == dtypes.bfloat16 else src.fmt
+  df = "H" if dst == dtypes.bfloat16 else dst.fmt
+  if src == dtypes.bfloat16: v = float_to_bf16(v)
+  out = struct.unpack(df, struct.pack(sf, v))[0]
+  return bf16_to_float(out) if dst == dtypes.bfloat16 else out
+
+def cast(v, src, dst):
+  if dtypes.is_float(src) and dtypes.is_int(dst):
+    if v != v or v in (float("inf"), float("-inf")): return truncate(dst, dtypes.min(dtypes.int64))
+    return truncate(dst, int(v))
+  return truncate(dst, v)
+
+def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
+  """Interpret the linear program. mems: memoryviews cast to each buffer's format, in DEFINE_GLOBAL order."""
+  slot = {u: i for i, u in enumerate(uops)}
+  vals: list = [None] * len(uops)
+  for u in uops:
+    if u.op is Ops.CONST: pass
+  consts = {}
+  def get(u: UOp):
+    if u.op is Ops.CONST: return u.arg
+    return vals[slot[u]]
+  ends = {}
+  stack = []
+  for i, u in enumerate(uops):
+    if u.op is Ops.RANGE: stack.append(i)
+    elif u.op is Ops.ENDRANGE: ends[stack.pop()] = i
+  starts = {v: k for k, v in ends.items()}
+  var_iter = iter(var_vals)
+  pc, n = 0, len(uops)
+  gmap = {}
+  while pc < n:
+    u = uops[pc]
+    op = u.op
+    if op is Ops.DEFINE_GLOBAL: vals[pc] = mems[u.arg]
+    elif op is Ops.DEFINE_VAR: vals[pc] = next(var_iter)
+    elif op is Ops.RANGE:
+      vals[pc] = 0
+      if get(u.src[0]) <= 0: pc = ends[pc]
+    elif op is Ops.ENDRANGE:
+      r = starts[pc]
+      vals[r] += 1
+      if vals[r] < get(uops[r].src[0]): pc = r
+    elif op is Ops.LOAD:
+      if len(u.src) == 3 and not get(u.src[2]): vals[pc] = truncate(u.dtype, 0)
+      else:
+        v = get(u.src[0])[get(u.src[1])]
+        vals[pc] = bf16_to_float(v) if u.dtype == dtypes.bfloat16 else v
+    elif op is Ops.STORE:
+      v = get(u.src[2])
+      get(u.src[0])[get(u.src[1])] = float_to_bf16(v) if u.src[2].dtype == dtypes.bfloat16 else v
+    elif op is Ops.DEFINE_ACC: vals[pc] = get(u.src[0])
+    elif op is Ops.ACC_UPDATE:
+      a = slot[u.src[0]]
+      vals[a] = exec_alu(u.arg, u.dtype, [vals[a], get(u.src[1])])
+    elif op is Ops.REDUCE: vals[pc] = vals[slot[next(x for x in uops if x.op is Ops.DEFINE_ACC and x.arg is u)]]
+    elif op is Ops.CAST: vals[pc] = cast(get(u.src[0]), u.src[0].dtype, u.dtype)
+    elif op is Ops.BITCAST: vals[pc] = bitcast(get(u.src[0]), u.src[0].dtype, u.dtype)
+    elif op in GroupOp.ALU: vals[pc] = exec_alu(op, u.dtype, [get(s) for s in u.src])
+    elif op is Ops.CONST: pass
+    else: raise NotImplementedError(f"PYTHON device cannot run {op}")
+    pc += 1

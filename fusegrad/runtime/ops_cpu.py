@@ -1,0 +1,57 @@
+"""CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
+from __future__ import annotations
+import ctypes, hashlib, os, shutil, subprocess, tempfile
+from fusegrad.helpers import cache_dir, getenv
+from fusegrad.renderer import ProgramSpec
+from fusegrad.renderer.cstyle import render_c
+
+CFLAGS = ["-shared", "-O2", "-fPIC", "-march=native", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-std=gnu11"]
+
+def find_compiler() -> str:
+  from fusegrad.device import Device
+  want = os.getenv("CC") or {"CLANG": "clang", "GCC": "gcc"}.get(Device.renderer_override or "", "")
+  for cc in ([want] if want else ["clang", "gcc", "cc"]):
+    if shutil.which(cc): return cc
+  raise RuntimeError(f"no C compiler found (tried {want or 'clang, gcc, cc'}): install gcc or clang, or set CC=/path/to/compiler")
+
+class CPUAllocator:
+  def alloc(self, nbytes: int):
+    # over-allocate so the data pointer can be 64-byte aligned for vector loads
+    raw = (ctypes.c_uint8 * (max(nbytes, 1) + 64))()
+    off = (-ctypes.addressof(raw)) % 64
+    return (raw, ctypes.addressof(raw) + off, nbytes)
+  def copyin(self, mem, mv: memoryview): ctypes.memmove(mem[1], (ctypes.c_char * mv.nbytes).from_buffer_copy(mv) if mv.readonly else (ctypes.c_char * mv.nbytes).from_buffer(mv), mv.nbytes)
+  def as_memoryview(self, mem, nbytes: int) -> memoryview: return memoryview((ctypes.c_uint8 * nbytes).from_address(mem[1])).cast("B")
+
+class CPUProgram:
+  def __init__(self, spec: ProgramSpec, lib_path: str):
+    self.spec = spec
+    self.lib = ctypes.CDLL(lib_path)
+    self.fn = getattr(self.lib, spec.name)
+    self.fn.restype = None
+  def __call__(self, mems: list, var_vals: list[int]):
+    self.fn(*[ctypes.c_void_p(m[1]) for m in mems], *[ctypes.c_int(v) for v in var_vals])
+
+def compile_c(src: str) -> str:
+  """Compile to a shared library cached on disk by the hash of the source, compiler and flags."""
+  cc = find_compiler()
+  key = hashlib.sha256((cc + " ".join(CFLAGS) + src).encode()).hexdigest()[:32]
+  path = os.path.join(cache_dir(), f"kernel_{key}.so")
+  if os.path.exists(path) and getenv("CACHELEVEL", 2) > 0: return path
+  fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache_dir())
+  os.close(fd)
+  proc = subprocess.run([cc, *CFLAGS, "-x", "c", "-", "-o", tmp, "-lm"], input=src.encode(), capture_output=True)
+  if proc.returncode != 0:
+    os.unlink(tmp)
+    raise RuntimeError(f"{cc} failed to compile a kernel:\n{proc.stderr.decode()}\n--- source ---\n{src}")
+  os.replace(tmp, path)  # atomic: another process never sees a half-written library
+  return path
+
+class CPUDevice:
+  def __init__(self, name: str):
+    self.name, self.allocator = name, CPUAllocator()
+  def render(self, uops) -> ProgramSpec: return render_c(uops)
+  def compile(self, spec: ProgramSpec) -> CPUProgram: return CPUProgram(spec, compile_c(spec.src))
+  def synchronize(self): pass
+
+def open_device(name: str) -> CPUDevice: return CPUDevice(name)

@@ -1,0 +1,29 @@
+"""PYTHON device: interprets linear UOps in pure Python. Slow, but needs no compiler: the reference for tests."""
+from __future__ import annotations
+from fusegrad.dtype import dtypes
+from fusegrad.renderer import ProgramSpec
+from fusegrad.renderer.python import render_python, run_python
+
+class PythonAllocator:
+  def alloc(self, nbytes: int): return bytearray(nbytes)
+  def copyin(self, mem, mv: memoryview): mem[:] = mv
+  def as_memoryview(self, mem, nbytes: int) -> memoryview: return memoryview(mem)
+
+class PythonProgram:
+  def __init__(self, spec: ProgramSpec): self.spec = spec
+  def __call__(self, mems: list, var_vals: list[int]):
+    from fusegrad.uop.ops import Ops
+    views = {}
+    for u in self.spec.uops:
+      if u.op is Ops.DEFINE_GLOBAL:
+        d = u.dtype.base
+        views[u.arg] = memoryview(mems[u.arg]).cast("H" if d == dtypes.bfloat16 else d.fmt)
+    run_python(self.spec.uops, views, var_vals)
+
+class PythonDevice:
+  def __init__(self, name: str): self.name, self.allocator = name, PythonAllocator()
+  def render(self, uops) -> ProgramSpec: return render_python(uops)
+  def compile(self, spec: ProgramSpec) -> PythonProgram: return PythonProgram(spec)
+  def synchronize(self): pass
+
+def open_device(name: str) -> PythonDevice: return PythonDevice(name)

@@ -1,0 +1,110 @@
+"""Tensor graph -> ordered list of kernels.
+
+A node gets its own buffer (ends a kernel) only where fusing would recompute work or the user asked for it:
+realize targets, CONTIGUOUS, COPY, and a reduce whose result is used by several nodes or read through an expand."""
+from __future__ import annotations
+import itertools, weakref
+from dataclasses import dataclass
+from fusegrad.device import Buffer
+from fusegrad.dtype import dtypes
+from fusegrad.uop.ops import GroupOp, Ops, UOp
+
+_buffer_ids = itertools.count()
+# BUFFER uop -> the Buffer it names, and any realized lazy uop -> the buffer view holding its value
+buffers: "weakref.WeakKeyDictionary[UOp, Buffer]" = weakref.WeakKeyDictionary()
+realized: "weakref.WeakKeyDictionary[UOp, UOp]" = weakref.WeakKeyDictionary()
+
+def new_buffer_uop(device: str, size: int, dtype, buf: Buffer | None = None) -> UOp:
+  u = UOp(Ops.BUFFER, dtype, (UOp(Ops.DEVICE, arg=device),), (next(_buffer_ids), size))
+  buffers[u] = buf if buf is not None else Buffer(device, size, dtype)
+  return u
+
+def buffer_view(u: UOp) -> UOp | None:
+  """The BUFFER behind u if u is only a reshape of a whole buffer (its value needs no kernel)."""
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  u = realized.get(u, u)
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u if u.op is Ops.BUFFER else None
+
+@dataclass(frozen=True)
+class ScheduleItem:
+  ast: UOp               # SINK(STORE(DEFINE_GLOBAL(0), value)) or SINK(COPY)
+  bufs: tuple            # Buffer objects; bufs[i] is DEFINE_GLOBAL(i)
+  device: str
+
+def _resolve(u: UOp) -> UOp:
+  return realized[u] if u in realized else u
+
+def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
+  """Returns the kernels to run, in order, and for each target the buffer view that will hold it."""
+  targets = [t for t in targets if buffer_view(t) is None]
+  if not targets: return [], {}
+  sink = UOp(Ops.SINK, dtypes.void, tuple(targets))
+  # swap in buffers for already-realized nodes so they are never recomputed
+  stop = lambda u: u.op is Ops.BUFFER or u in realized
+  order = sink.toposort(stop)
+  if any(u in realized for u in order):
+    sink = sink.substitute({u: realized[u] for u in order if u in realized})
+    order = sink.toposort(lambda u: u.op is Ops.BUFFER)
+  targets = list(sink.src)
+  parents: dict[UOp, int] = {}
+  for u in order:
+    for s in dict.fromkeys(u.src): parents[s] = parents.get(s, 0) + 1
+  materialize: dict[UOp, None] = dict.fromkeys(t for t in targets)
+  materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY) or
+                                   (u.op is Ops.REDUCE_AXIS and parents.get(u, 0) > 1)))
+  # a reduce read through an expand would be recomputed for every expanded element: give it a buffer
+  work, seen = list(materialize), set()
+  while work:
+    root = work.pop()
+    stack = [(s, False) for s in root.src]
+    while stack:
+      u, expanded = stack.pop()
+      if (u, expanded) in seen or u.op is Ops.BUFFER: continue
+      seen.add((u, expanded))
+      if u in materialize: continue
+      if u.op is Ops.REDUCE_AXIS and expanded:
+        materialize[u] = None
+        work.append(u)
+        continue
+      exp = expanded or (u.op is Ops.EXPAND and u.size > u.src[0].size)
+      stack.extend((s, exp) for s in u.src)
+  # build one kernel per materialized node, children first
+  out_view: dict[UOp, UOp] = {}
+  items: list[ScheduleItem] = []
+  for u in order:
+    if u not in materialize or u.op is Ops.SINK: continue
+    if (bv := buffer_view(u)) is not None:  # a target that is already a whole buffer
+      out_view[u] = u
+      continue
+    device = u.device
+    out = new_buffer_uop(device, u.size, u.dtype)
+    bufs = [buffers[out]]
+    index: dict[UOp, UOp] = {}
+    def kernel_input(x: UOp) -> UOp:
+      b = out_view[x].base if x in out_view else x
+      buf = buffers[b]
+      if buf not in bufs: bufs.append(buf)
+      g = UOp(Ops.DEFINE_GLOBAL, buf.dtype.ptr(buf.size), (), bufs.index(buf))
+      return UOp(Ops.RESHAPE, g.dtype.base, (g,), x.shape) if x.shape != g.shape else g
+    def build(x: UOp) -> UOp:
+      if x in index: return index[x]
+      if x is not u and (x in out_view or x.op is Ops.BUFFER): r = kernel_input(x)
+      elif x.op is Ops.CONST: r = UOp(Ops.CONST, x.dtype, (), x.arg)
+      elif x.op is Ops.COPY: r = build(x.src[0])
+      else: r = x.replace(src=tuple(build(s) for s in x.src if s.op is not Ops.DEVICE))
+      index[x] = r
+      return r
+    if u.op is Ops.COPY:
+      src = u.src[0]
+      if (bv := buffer_view(src)) is not None and src.device != device:
+        items.append(ScheduleItem(UOp(Ops.SINK, dtypes.void, (UOp(Ops.COPY, u.dtype, (), (src.device, device)),)),
+                                  (buffers[out], buffers[bv]), device))
+        out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
+        continue
+    value = build(u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u)
+    g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)
+    ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (g0, value)),))
+    items.append(ScheduleItem(ast, tuple(bufs), device))
+    out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
+  return items, {t: out_view[t] for t in targets}

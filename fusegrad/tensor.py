@@ -1,0 +1,818 @@
+"""The lazy Tensor: every method builds UOps; nothing runs until realize/numpy/item/tolist."""
+from __future__ import annotations
+import math, struct, sys
+from typing import Any, Callable, Iterable, Sequence
+from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float
+from fusegrad.device import Buffer, Device, canonicalize
+from fusegrad.helpers import argsort, flatten, prod, make_tuple, TRAINING
+from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad import schedule as sched
+from fusegrad.engine.realize import run_schedule
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+
+def _shape_of(data: Any) -> tuple[int, ...]:
+  if not isinstance(data, (list, tuple)): return ()
+  if len(data) == 0: return (0,)
+  inner = [_shape_of(x) for x in data]
+  if any(s != inner[0] for s in inner): raise ValueError(f"ragged nested sequence: sub-shapes {sorted(set(inner))} differ; every row needs the same length")
+  return (len(data),) + inner[0]
+
+def _flat(data: Any) -> list:
+  return [data] if not isinstance(data, (list, tuple)) else [y for x in data for y in _flat(x)]
+
+def _pack(values: list, dtype: DType) -> bytes:
+  if dtype == dtypes.bfloat16:
+    from fusegrad.dtype import float_to_bf16
+    return struct.pack(f"{len(values)}H", *[float_to_bf16(float(v)) for v in values])
+  return struct.pack(f"{len(values)}{dtype.fmt}", *[truncate(dtype, v) for v in values])
+
+def _norm_axis(axis: int, ndim: int, name: str = "dim") -> int:
+  if not isinstance(axis, int) or isinstance(axis, bool): raise TypeError(f"{name} must be an int, got {type(axis).__name__}")
+  lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
+  if not lo <= axis <= hi: raise IndexError(f"{name} {axis} is out of range for a tensor with {ndim} dimension(s) (expected in [{lo}, {hi}])")
+  return axis % max(ndim, 1)
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+  n = max((len(s) for s in shapes), default=0)
+  padded = [(1,) * (n - len(s)) + tuple(s) for s in shapes]
+  out = []
+  for dims in zip(*padded):
+    big = {d for d in dims if d != 1}
+    if len(big) > 1: raise ValueError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together (dims {dims} differ)")
+    out.append(big.pop() if big else 1)
+  return tuple(out)
+
+def _numpy_dtype(d: DType):
+  import numpy as np
+  return np.dtype(d.fmt) if d != dtypes.bfloat16 else np.dtype(np.uint16)
+
+class Tensor:
+  """A lazily evaluated n-dimensional array with PyTorch-style semantics."""
+  training: bool = False
+  no_grad: bool = False
+  _seed: int = 0
+  _rng_counter: int = 0
+  __array_priority__ = 1000  # numpy defers to our reflected operators
+
+  def __init__(self, data: Any = None, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
+    device = canonicalize(device)
+    dtype = to_dtype(dtype) if dtype is not None else None
+    self.grad: Tensor | None = None
+    self.requires_grad = requires_grad
+    if isinstance(data, UOp): self.uop = data
+    elif isinstance(data, Tensor): self.uop = data.cast(dtype).to(device).uop if dtype else data.to(device).uop
+    elif data is None: self.uop = Tensor.empty(0, device=device, dtype=dtype or dtypes.default_float).uop
+    elif isinstance(data, (bool, int, float)): self.uop = Tensor._const(data, dtype or dtypes.from_py(data), device, ())
+    elif isinstance(data, (list, tuple)):
+      shape = _shape_of(data)
+      flat = _flat(data)
+      for v in flat:
+        if not isinstance(v, (bool, int, float)) and not hasattr(v, "item"):
+          raise TypeError(f"Tensor() got an element of type {type(v).__name__}; expected numbers (or nested lists of them)")
+      flat = [v.item() if hasattr(v, "item") else v for v in flat]
+      dtype = dtype or (dtypes.from_py(flat) if flat else dtypes.default_float)
+      self.uop = Tensor._from_bytes(_pack(flat, dtype), dtype, device, shape)
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+      self.uop = Tensor._from_bytes(bytes(data), dtypes.uint8, device, (len(data),))
+      if dtype and dtype != dtypes.uint8: self.uop = self.cast(dtype).uop
+    elif type(data).__module__ == "numpy" or hasattr(data, "__array_interface__"):
+      import numpy as np
+      arr = np.asarray(data)
+      if arr.dtype == object: raise TypeError("Tensor() cannot take a numpy object array")
+      src_dtype = to_dtype(arr.dtype.name)
+      arr = np.ascontiguousarray(arr)
+      self.uop = Tensor._from_bytes(arr.tobytes(), src_dtype, device, arr.shape)
+      if dtype and dtype != src_dtype: self.uop = self.cast(dtype).uop
+    else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
+
+  @staticmethod
+  def _from_bytes(raw: bytes, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
+    size = prod(shape)
+    buf = Buffer(device, size, dtype, raw)
+    return UOp(Ops.RESHAPE, dtype, (sched.new_buffer_uop(device, size, dtype, buf),), shape) if shape != (size,) else sched.new_buffer_uop(device, size, dtype, buf)
+
+  @staticmethod
+  def _const(value: Any, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
+    c = UOp(Ops.CONST, dtype, (UOp(Ops.DEVICE, arg=device),), truncate(dtype, value))
+    if not shape: return c
+    return UOp(Ops.EXPAND, dtype, (UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape)),), tuple(shape))
+
+  # ---------------- properties
+  @property
+  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  @property
+  def dtype(self) -> DType: return self.uop.dtype
+  @property
+  def device(self) -> str: return self.uop.device
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  def numel(self) -> int: return prod(self.shape)
+  def element_size(self) -> int: return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
+  def dim(self) -> int: return self.ndim
+  def size(self, dim: int | None = None): return self.shape if dim is None else self.shape[_norm_axis(dim, self.ndim)]
+  @property
+  def T(self) -> Tensor: return self.transpose()
+  def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
+  def __len__(self) -> int:
+    if not self.shape: raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+  def __repr__(self) -> str: return f"<Tensor {self.shape} {self.dtype} on {self.device} with grad {self.grad!r}>" if self.grad is None else f"<Tensor {self.shape} {self.dtype} on {self.device} with grad>"
+  def __hash__(self): return id(self)
+  def __bool__(self):
+    if self.numel() != 1: raise RuntimeError(f"the truth value of a tensor with {self.numel()} elements is ambiguous; use .any() or .all()")
+    return bool(self.item())
+  def __iter__(self):
+    if not self.shape: raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
+
+  # ---------------- realization and data out
+  @staticmethod
+  def realize_all(*tensors: Tensor) -> None:
+    items, views = sched.create_schedule([t.uop for t in tensors])
+    run_schedule(items)
+    for t in tensors:
+      if t.uop in views:
+        old = t.uop
+        sched.realized[old] = views[old]
+        t.uop = views[old]
+  def realize(self, *lst: Tensor) -> Tensor:
+    Tensor.realize_all(self, *lst)
+    return self
+  def _buffer(self) -> Buffer:
+    self.realize()
+    return sched.buffers[sched.buffer_view(self.uop)]
+  def _flat_values(self) -> list:
+    mv = self.contiguous()._buffer().as_memoryview()
+    if self.dtype == dtypes.bfloat16: return [bf16_to_float(v) for v in mv.cast("H")]
+    return mv.cast(self.dtype.fmt).tolist()
+  def data(self) -> memoryview:
+    mv = self.contiguous()._buffer().as_memoryview()
+    if self.dtype == dtypes.bfloat16: raise TypeError("memoryview has no bfloat16 format; use .float().data() or .numpy()")
+    return mv.cast(self.dtype.fmt, self.shape) if self.numel() and self.shape else mv.cast(self.dtype.fmt)
+  def tolist(self) -> Any:
+    vals = self._flat_values()
+    def nest(v, shape):
+      if not shape: return v[0]
+      step = prod(shape[1:])
+      return [nest(v[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+    return nest(vals, self.shape)
+  def item(self) -> Any:
+    if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, this one has shape {self.shape}")
+    return self._flat_values()[0]
+  def numpy(self):
+    import numpy as np
+    raw = bytes(self.contiguous()._buffer().as_memoryview())
+    arr = np.frombuffer(raw, dtype=_numpy_dtype(self.dtype)).reshape(self.shape).copy()
+    if self.dtype == dtypes.bfloat16: arr = (arr.astype(np.uint32) << 16).view(np.float32)
+    return arr
+  def __array__(self, dtype=None, copy=None):
+    arr = self.numpy()
+    return arr.astype(dtype) if dtype is not None else arr
+  def to(self, device: str | None) -> Tensor:
+    device = canonicalize(device)
+    if device == self.device: return self
+    return Tensor(UOp(Ops.COPY, self.dtype, (self.contiguous().uop, UOp(Ops.DEVICE, arg=device))), requires_grad=self.requires_grad)
+  def to_(self, device: str | None) -> Tensor:
+    self.uop = self.to(device).uop
+    return self
+  def clone(self) -> Tensor: return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def contiguous(self) -> Tensor:
+    if sched.buffer_view(self.uop) is not None: return self
+    return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)), requires_grad=self.requires_grad)
+  def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)) if self.uop.op is not Ops.DETACH else self.uop)
+
+  # ---------------- creation
+  @staticmethod
+  def empty(*shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    shape = Tensor._shape_arg(shape)
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    device = canonicalize(device)
+    u = sched.new_buffer_uop(device, prod(shape), dtype)
+    return Tensor(UOp(Ops.RESHAPE, dtype, (u,), shape) if shape != (prod(shape),) else u, **kwargs)
+  @staticmethod
+  def _shape_arg(shape: tuple) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
+    for s in shape:
+      if not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"shape entries must be ints, got {shape!r}")
+      if s < 0: raise ValueError(f"negative dimension {s} in shape {shape}")
+    return tuple(shape)
+  @staticmethod
+  def full(shape: tuple[int, ...] | int, fill_value: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    shape = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+    return Tensor(Tensor._const(fill_value, dtype, canonicalize(device), shape), **kwargs)
+  @staticmethod
+  def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(Tensor._shape_arg(shape), 0.0 if "dtype" not in kwargs else 0, **kwargs)
+  @staticmethod
+  def ones(*shape, **kwargs) -> Tensor: return Tensor.full(Tensor._shape_arg(shape), 1.0 if "dtype" not in kwargs else 1, **kwargs)
+  def full_like(self, fill_value: Any, **kwargs) -> Tensor:
+    return Tensor.full(self.shape, fill_value, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
+  def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
+  def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
+  def empty_like(self, **kwargs) -> Tensor: return Tensor.empty(self.shape, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
+  @staticmethod
+  def arange(start, stop=None, step=1, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    if stop is None: start, stop = 0, start
+    if step == 0: raise ValueError("arange step must be nonzero")
+    dtype = to_dtype(dtype) if dtype is not None else (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
+    n = max(0, math.ceil((stop - start) / step))
+    iota = Tensor(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n))
+    out = (iota.cast(dtype) * step + start) if dtypes.is_int(dtype) or isinstance(step, float) or isinstance(start, float) else (iota * step + start).cast(dtype)
+    return Tensor(out.cast(dtype).uop, **kwargs)
+  @staticmethod
+  def linspace(start, stop, steps: int, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if steps == 1: return Tensor.full((1,), start, device=device, dtype=dtype, **kwargs)
+    i = Tensor.arange(steps, device=device, dtype=dtypes.float32 if dtype != dtypes.float64 else dtypes.float64)
+    step = (stop - start) / max(steps - 1, 1)
+    # fill from both ends so the last value is exactly stop, as torch does
+    half = steps // 2
+    out = (i < half).where(start + step * i, stop - step * (steps - 1 - i))
+    return Tensor(out.cast(dtype).uop, **kwargs)
+  @staticmethod
+  def eye(n: int, m: int | None = None, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    m = n if m is None else m
+    if n < 0 or m < 0: raise ValueError(f"eye needs non-negative sizes, got {n}, {m}")
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    r = Tensor.arange(n, device=device).reshape(n, 1)
+    c = Tensor.arange(m, device=device).reshape(1, m)
+    return Tensor((r == c).cast(dtype).uop, **kwargs)
+
+  # ---------------- random (counter-based: a hash of (seed, element counter), computed on the device)
+  @staticmethod
+  def manual_seed(seed: int = 0):
+    Tensor._seed, Tensor._rng_counter = int(seed) & 0xffffffff, 0
+  @staticmethod
+  def _random_bits(shape: tuple[int, ...], device: str | None) -> Tensor:
+    n = prod(shape)
+    offset = Tensor._rng_counter
+    Tensor._rng_counter += n
+    ctr = Tensor(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n)).cast(dtypes.uint32)
+    ctr = ctr + (offset & 0xffffffff)
+    def mix(x: Tensor) -> Tensor:  # "lowbias32" integer hash
+      x = x ^ (x >> 16); x = x * 0x7feb352d; x = x ^ (x >> 15); x = x * 0x846ca68b
+      return x ^ (x >> 16)
+    key = (Tensor._seed * 0x9E3779B9 + (offset >> 32) * 0x85EBCA6B) & 0xffffffff
+    return mix(mix(ctr ^ key) + 0x68E31DA4 ^ key).reshape(shape)
+  @staticmethod
+  def rand(*shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    shape = Tensor._shape_arg(shape)
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not dtypes.is_float(dtype): raise TypeError(f"rand needs a float dtype, got {dtype}")
+    bits = min(dtypes.finfo(dtype)[1] + 1, 24)  # values k * 2**-bits are exact in dtype, so the result stays < 1
+    x = (Tensor._random_bits(shape, device) >> (32 - bits)).cast(dtypes.float32) * (2.0 ** -bits)
+    return Tensor(x.cast(dtype).uop, **kwargs)
+  def rand_like(self, **kwargs) -> Tensor: return Tensor.rand(self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
+  @staticmethod
+  def randn(*shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    shape = Tensor._shape_arg(shape)
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    u = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32)
+    x = (1 - u[0]).log().mul(-2).sqrt() * (u[1] * (2 * math.pi)).cos()  # Box-Muller; 1-u is in (0, 1]
+    return Tensor(x.cast(dtype).uop, **kwargs)
+  def randn_like(self, **kwargs) -> Tensor: return Tensor.randn(self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
+  @staticmethod
+  def randint(*shape, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    if high <= low: raise ValueError(f"randint needs low < high, got low={low}, high={high}")
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.int32
+    x = (Tensor.rand(*shape, device=device, dtype=dtypes.float32) * (high - low)).floor().cast(dtypes.int64) + low
+    return Tensor(x.minimum(high - 1).cast(dtype).uop, **kwargs)
+  @staticmethod
+  def uniform(*shape, low: float = 0.0, high: float = 1.0, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    return ((high - low) * Tensor.rand(*shape, **kwargs) + low).cast(dtype)
+  @staticmethod
+  def normal(*shape, mean: float = 0.0, std: float = 1.0, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    return (std * Tensor.randn(*shape, **kwargs) + mean).cast(dtype)
+  @staticmethod
+  def scaled_uniform(*shape, **kwargs) -> Tensor:
+    return Tensor.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(Tensor._shape_arg(shape)) ** -0.5)
+  @staticmethod
+  def glorot_uniform(*shape, **kwargs) -> Tensor:
+    s = Tensor._shape_arg(shape)
+    bound = (6 / (s[0] + prod(s[1:]))) ** 0.5
+    return Tensor.uniform(*s, low=-bound, high=bound, **kwargs)
+  @staticmethod
+  def kaiming_uniform(*shape, a: float = 0.01, **kwargs) -> Tensor:
+    s = Tensor._shape_arg(shape)
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(s[1:]))
+    return Tensor.uniform(*s, low=-bound, high=bound, **kwargs)
+  @staticmethod
+  def kaiming_normal(*shape, a: float = 0.01, **kwargs) -> Tensor:
+    s = Tensor._shape_arg(shape)
+    std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(s[1:]))
+    return Tensor.normal(*s, mean=0.0, std=std, **kwargs)
+
+  # ---------------- building blocks
+  def _mop(self, op: Ops, arg: Any) -> Tensor:
+    return Tensor(UOp(op, self.dtype, (self.uop,), arg), requires_grad=self.requires_grad)
+  def _alu(self, op: Ops, *others: Tensor) -> Tensor:
+    dt = dtypes.bool if op in GroupOp.Comparison else (others[0].dtype if op is Ops.WHERE else self.dtype)
+    return Tensor(UOp(op, dt, (self.uop,) + tuple(o.uop for o in others)))
+
+  def _to_tensor(self, x: Any, dtype: DType | None = None) -> Tensor:
+    if isinstance(x, Tensor): return x
+    if not isinstance(x, (bool, int, float)):
+      if hasattr(x, "item") and getattr(x, "ndim", 1) == 0: x = x.item()
+      else: return Tensor(x, device=self.device)
+    return Tensor(Tensor._const(x, dtype or result_dtype(self.dtype, x), self.device, ()))
+
+  def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
+    x: Tensor = self
+    if not isinstance(y, Tensor):
+      y = x._to_tensor(y)
+      if match_dtype and y.dtype != (dt := result_dtype(x.dtype, y.uop.arg if y.uop.op is Ops.CONST else 0.0)): y = y.cast(dt)
+    if x.device != y.device: raise RuntimeError(f"tensors are on different devices: {x.device} and {y.device}; move one with .to()")
+    if reverse: x, y = y, x
+    if match_dtype:
+      out = least_upper_dtype(x.dtype, y.dtype) if not (_is_weak(x) or _is_weak(y)) else (
+        result_dtype(y.dtype, x.uop.arg) if _is_weak(x) and not _is_weak(y) else result_dtype(x.dtype, y.uop.arg) if _is_weak(y) and not _is_weak(x) else least_upper_dtype(x.dtype, y.dtype))
+      x, y = x.cast(out), y.cast(out)
+    shape = broadcast_shape(x.shape, y.shape)
+    return x._broadcast_to(shape), y._broadcast_to(shape)
+
+  def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
+    if self.shape == shape: return self
+    if len(self.shape) > len(shape): raise ValueError(f"cannot broadcast shape {self.shape} to {shape}")
+    x = self.reshape((1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
+    broadcast_shape(x.shape, shape)
+    if any(a != b and a != 1 for a, b in zip(x.shape, shape)): raise ValueError(f"cannot broadcast shape {self.shape} to {shape}")
+    return x._mop(Ops.EXPAND, shape) if x.shape != shape else x
+
+  # ---------------- movement
+  def reshape(self, shape, *args) -> Tensor:
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
+    for s in shape:
+      if not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"reshape sizes must be ints, got {shape}")
+    if shape.count(-1) > 1: raise ValueError(f"only one dimension can be inferred (-1) in reshape {shape}")
+    if any(s < -1 for s in shape): raise ValueError(f"invalid size in reshape {shape}")
+    if -1 in shape:
+      known = prod(s for s in shape if s != -1)
+      if known == 0 or self.numel() % known: raise ValueError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape}")
+      shape = tuple(self.numel() // known if s == -1 else s for s in shape)
+    if prod(shape) != self.numel(): raise ValueError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape} ({prod(shape)} elements)")
+    if shape == self.shape: return self
+    src = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
+    return Tensor(UOp(Ops.RESHAPE, self.dtype, (src,), shape) if src.shape != shape else src, requires_grad=self.requires_grad)
+  def view(self, *shape) -> Tensor: return self.reshape(*shape) if shape and not isinstance(shape[0], DType) else self.bitcast(shape[0])
+  def expand(self, shape, *args) -> Tensor:
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
+    if len(shape) < self.ndim: raise ValueError(f"expand to {shape} has fewer dims than the tensor's shape {self.shape}")
+    padded = (None,) * (len(shape) - self.ndim) + self.shape
+    new = tuple(p if s == -1 else s for s, p in zip(shape, padded))
+    if None in new: raise ValueError(f"-1 is not allowed for new leading dims in expand {shape}")
+    return self._broadcast_to(new)  # type: ignore
+  def permute(self, order, *args) -> Tensor:
+    order = tuple(order) if isinstance(order, (tuple, list)) else (order,) + args
+    order = tuple(_norm_axis(o, self.ndim) for o in order)
+    if sorted(order) != list(range(self.ndim)): raise ValueError(f"permute order {order} is not a permutation of the {self.ndim} dims of shape {self.shape}")
+    return self._mop(Ops.PERMUTE, order) if order != tuple(range(self.ndim)) else self
+  def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+    if self.ndim < 2 and dim0 == 1 and dim1 == 0: return self
+    order = list(range(self.ndim))
+    a, b = _norm_axis(dim0, self.ndim), _norm_axis(dim1, self.ndim)
+    order[a], order[b] = order[b], order[a]
+    return self.permute(order)
+  def flip(self, axis, *args) -> Tensor:
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,) + args
+    axes = [_norm_axis(a, self.ndim) for a in axes]
+    if len(set(axes)) != len(axes): raise ValueError(f"dim appears multiple times in flip {axis}")
+    if not axes: return self
+    return self._mop(Ops.FLIP, tuple(i in axes for i in range(self.ndim)))
+  def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+    if len(arg) != self.ndim: raise ValueError(f"shrink needs one (start, end) per dim of {self.shape}, got {arg}")
+    arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
+    for (b, e), s in zip(arg, self.shape):
+      if not 0 <= b <= e <= s: raise ValueError(f"shrink {arg} out of bounds for shape {self.shape}")
+    if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
+    return self._mop(Ops.SHRINK, arg)
+  def pad(self, padding, mode: str = "constant", value: float = 0.0) -> Tensor:
+    """padding: one (before, after) pair per dim (None = no pad), or a flat torch-style sequence starting from the last dim.
+    Negative amounts crop."""
+    if mode != "constant": raise NotImplementedError(f"pad mode {mode!r} is not supported yet; use mode='constant'")
+    if all(isinstance(p, int) for p in padding) and len(padding) > 0:
+      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"flat padding {padding} needs an even length of at most 2*ndim={2*self.ndim}")
+      pairs = [(0, 0)] * (self.ndim - len(padding) // 2) + [(padding[i], padding[i + 1]) for i in range(len(padding) - 2, -1, -2)]
+    else:
+      if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one pair per dim of {self.shape}")
+      pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    x = self
+    crop = [(-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)]
+    if any(c != (0, s) for c, s in zip(crop, self.shape)):
+      if any(e < b for b, e in crop): raise ValueError(f"negative padding {padding} crops more than shape {self.shape}")
+      x = x.shrink(crop)
+    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+    if all(p == (0, 0) for p in pos): return x
+    out = x._mop(Ops.PAD, pos)
+    if value != 0:
+      mask = Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)._mop(Ops.PAD, pos)
+      out = mask.where(out, value)
+    return out
+  def squeeze(self, dim: int | None = None) -> Tensor:
+    if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(_norm_axis(d, self.ndim) for d in dims)
+    return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))) if self.ndim else self
+  def unsqueeze(self, dim: int) -> Tensor:
+    d = _norm_axis(dim, self.ndim + 1)
+    return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+  def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if self.ndim == 0: return self.reshape(1)
+    s, e = _norm_axis(start_dim, self.ndim), _norm_axis(end_dim, self.ndim)
+    if s > e: raise ValueError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
+    return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+  def unflatten(self, dim: int, sizes: tuple[int, ...]) -> Tensor:
+    d = _norm_axis(dim, self.ndim)
+    return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
+  def repeat(self, repeats, *args) -> Tensor:
+    repeats = tuple(repeats) if isinstance(repeats, (tuple, list)) else (repeats,) + args
+    if len(repeats) < self.ndim: raise ValueError(f"repeat needs at least {self.ndim} repeat counts for shape {self.shape}, got {repeats}")
+    base = (1,) * (len(repeats) - self.ndim) + self.shape
+    x = self.reshape(base)
+    x = x.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(repeats, base)))
+    return x.reshape(tuple(r * s for r, s in zip(repeats, base)))
+  def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
+    ts = [self, *others]
+    if any(t.ndim == 0 for t in ts): raise ValueError("zero-dimensional tensors cannot be concatenated")
+    d = _norm_axis(dim, self.ndim)
+    for t in ts:
+      if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
+        raise ValueError(f"cat: shapes {[t.shape for t in ts]} must match except in dim {d}")
+    dt = least_upper_dtype(*[t.dtype for t in ts])
+    total, off, out = sum(t.shape[d] for t in ts), 0, None
+    for t in ts:
+      p = [(0, 0)] * self.ndim
+      p[d] = (off, total - off - t.shape[d])
+      piece = t.cast(dt).pad(p)
+      out = piece if out is None else out + piece
+      off += t.shape[d]
+    return out  # type: ignore
+  def stack(self, *others: Tensor, dim: int = 0) -> Tensor:
+    ts = [self, *others]
+    if any(t.shape != self.shape for t in ts): raise ValueError(f"stack needs equal shapes, got {[t.shape for t in ts]}")
+    d = _norm_axis(dim, self.ndim + 1)
+    return Tensor.cat(*[t.unsqueeze(d) for t in ts], dim=d)
+  def split(self, sizes: int | Sequence[int], dim: int = 0) -> list[Tensor]:
+    d = _norm_axis(dim, self.ndim)
+    n = self.shape[d]
+    if isinstance(sizes, int):
+      if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
+      sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
+    if sum(sizes) != n: raise ValueError(f"split sizes {list(sizes)} must sum to {n} (dim {d} of {self.shape})")
+    out, off = [], 0
+    for s in sizes:
+      out.append(self.shrink(tuple((off, off + s) if i == d else None for i in range(self.ndim))))
+      off += s
+    return out
+  def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
+    if chunks <= 0: raise ValueError(f"chunk needs a positive number of chunks, got {chunks}")
+    d = _norm_axis(dim, self.ndim)
+    return self.split(max(1, math.ceil(self.shape[d] / chunks)), d)
+
+  def __getitem__(self, indices) -> Tensor:
+    if not isinstance(indices, tuple): indices = (indices,)
+    if any(isinstance(i, (Tensor, list)) for i in indices): raise NotImplementedError("advanced indexing with tensors or lists is not supported yet")
+    n_real = sum(1 for i in indices if i is not None and i is not Ellipsis)
+    if sum(1 for i in indices if i is Ellipsis) > 1: raise IndexError("an index can only have a single ellipsis (...)")
+    if n_real > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+    if Ellipsis in indices:
+      k = indices.index(Ellipsis)
+      indices = indices[:k] + (slice(None),) * (self.ndim - n_real) + indices[k + 1:]
+    else: indices = indices + (slice(None),) * (self.ndim - n_real)
+    x, dim, final_shape, flips, shrinks, strides = self, 0, [], [], [], []
+    for idx in indices:
+      if idx is None: final_shape.append(1); continue
+      size = self.shape[dim]
+      if isinstance(idx, bool) or not isinstance(idx, (int, slice)) and not hasattr(idx, "__index__"):
+        raise TypeError(f"unsupported index type {type(idx).__name__}")
+      if isinstance(idx, slice):
+        start, stop, step = idx.indices(size)
+        if step == 0: raise ValueError("slice step cannot be zero")
+        if step > 0: shrinks.append((start, max(start, stop))); cnt = max(0, math.ceil((stop - start) / step))
+        else:
+          # a negative step walks backwards: take [stop+1, start] and flip it
+          lo, hi = (stop + 1, start + 1) if start >= stop else (0, 0)
+          shrinks.append((lo, hi)); cnt = max(0, math.ceil((start - stop) / -step))
+        flips.append(step < 0); strides.append(abs(step)); final_shape.append(cnt)
+      else:
+        i = int(idx)
+        if not -size <= i < size: raise IndexError(f"index {i} is out of bounds for dim {dim} with size {size}")
+        i %= size
+        shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
+      dim += 1
+    x = x.shrink(shrinks)
+    if any(flips): x = x.flip([i for i, f in enumerate(flips) if f])
+    if any(s != 1 for s in strides):
+      # stride s: pad each dim to a multiple of s, split it into (n, s) and keep column 0
+      pads = [(0, (-sh) % st if sh else 0) for sh, st in zip(x.shape, strides)]
+      x = x.pad(pads)
+      x = x.reshape(flatten((sh // st, st) for sh, st in zip(x.shape, strides)))
+      x = x.shrink(flatten(((0, sh // st), (0, 1)) for sh, st in zip(x.shape[::2], [1] * len(strides))) if False else
+                   [p for sh, st in zip(x.shape[0::2], strides) for p in ((0, sh), (0, 1))])
+    return x.reshape(tuple(final_shape))
+
+  # ---------------- casting
+  def cast(self, dtype: DType | str) -> Tensor:
+    dtype = to_dtype(dtype)
+    return self if self.dtype == dtype else Tensor(UOp(Ops.CAST, dtype, (self.uop,)), requires_grad=self.requires_grad if dtypes.is_float(dtype) else None)
+  def bitcast(self, dtype: DType | str) -> Tensor:
+    dtype = to_dtype(dtype)
+    if dtype.itemsize != self.dtype.itemsize: raise ValueError(f"bitcast from {self.dtype} to {dtype} needs equal itemsizes ({self.dtype.itemsize} vs {dtype.itemsize})")
+    return self if self.dtype == dtype else Tensor(UOp(Ops.BITCAST, dtype, (self.uop,)))
+  def float(self) -> Tensor: return self.cast(dtypes.float32)
+  def half(self) -> Tensor: return self.cast(dtypes.float16)
+  def double(self) -> Tensor: return self.cast(dtypes.float64)
+  def bfloat16(self) -> Tensor: return self.cast(dtypes.bfloat16)
+  def int(self) -> Tensor: return self.cast(dtypes.int32)
+  def long(self) -> Tensor: return self.cast(dtypes.int64)
+  def short(self) -> Tensor: return self.cast(dtypes.int16)
+  def char(self) -> Tensor: return self.cast(dtypes.int8)
+  def byte(self) -> Tensor: return self.cast(dtypes.uint8)
+  def bool(self) -> Tensor: return self.cast(dtypes.bool)
+  def type(self, dtype) -> Tensor: return self.cast(dtype)
+
+  # ---------------- elementwise
+  def _float(self) -> Tensor: return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+  def _unary(self, op: Ops) -> Tensor: return self._float()._alu(op)
+  def neg(self) -> Tensor:
+    if self.dtype == dtypes.bool: raise TypeError("negation of a bool tensor is not supported; use logical_not()")
+    return self._alu(Ops.NEG)
+  def exp(self) -> Tensor: return self._unary(Ops.EXP)
+  def exp2(self) -> Tensor: return self._unary(Ops.EXP2)
+  def log(self) -> Tensor: return self._unary(Ops.LOG)
+  def log2(self) -> Tensor: return self._unary(Ops.LOG2)
+  def log10(self) -> Tensor: return self.log2() * (1 / math.log2(10))
+  def log1p(self) -> Tensor: return (self._float() + 1).log()
+  def expm1(self) -> Tensor: return self.exp() - 1
+  def sin(self) -> Tensor: return self._unary(Ops.SIN)
+  def cos(self) -> Tensor: return self._unary(Ops.COS)
+  def tan(self) -> Tensor: return self._unary(Ops.TAN)
+  def sqrt(self) -> Tensor: return self._unary(Ops.SQRT)
+  def rsqrt(self) -> Tensor: return self.sqrt().reciprocal()
+  def reciprocal(self) -> Tensor: return self._unary(Ops.RECIP)
+  def tanh(self) -> Tensor: return self._unary(Ops.TANH)
+  def erf(self) -> Tensor: return self._unary(Ops.ERF)
+  def abs(self) -> Tensor: return self._alu(Ops.ABS) if self.dtype != dtypes.bool and not dtypes.is_unsigned(self.dtype) else self
+  def trunc(self) -> Tensor: return self._alu(Ops.TRUNC) if dtypes.is_float(self.dtype) else self
+  def floor(self) -> Tensor: return self._alu(Ops.FLOOR) if dtypes.is_float(self.dtype) else self
+  def ceil(self) -> Tensor: return self._alu(Ops.CEIL) if dtypes.is_float(self.dtype) else self
+  def round(self) -> Tensor: return self._alu(Ops.RINT) if dtypes.is_float(self.dtype) else self
+  def square(self) -> Tensor: return self * self
+  def sign(self) -> Tensor:
+    if self.dtype == dtypes.bool: return self
+    return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype) + (self * 0 if dtypes.is_float(self.dtype) else 0)
+  def relu(self) -> Tensor: return self.maximum(0)
+  def sigmoid(self) -> Tensor: return (1 + (-self._float()).exp()).reciprocal()
+  def logical_not(self) -> Tensor: return self.ne(True) if self.dtype == dtypes.bool else self == 0
+  def isnan(self) -> Tensor: return self != self
+  def isinf(self) -> Tensor: return self.abs() == math.inf if dtypes.is_float(self.dtype) else self.full_like(False, dtype=dtypes.bool)
+  def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
+
+  def add(self, x, alpha=None) -> Tensor:
+    if alpha is not None: x = self._to_tensor(x) * alpha
+    a, b = self._broadcasted(x)
+    return a._alu(Ops.OR, b) if a.dtype == dtypes.bool else a._alu(Ops.ADD, b)
+  def sub(self, x, reverse: bool = False, alpha=None) -> Tensor:
+    if alpha is not None: x = self._to_tensor(x) * alpha
+    a, b = self._broadcasted(x, reverse)
+    if a.dtype == dtypes.bool: raise TypeError("subtraction of bool tensors is not supported; use logical_xor() or ^")
+    return a._alu(Ops.SUB, b)
+  def mul(self, x, reverse: bool = False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return a._alu(Ops.AND, b) if a.dtype == dtypes.bool else a._alu(Ops.MUL, b)
+  def div(self, x, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if rounding_mode == "trunc":
+      return a._alu(Ops.IDIV, b) if dtypes.is_int(a.dtype) else a._alu(Ops.FDIV, b).trunc()
+    if rounding_mode == "floor": return a._floordiv(b)
+    if rounding_mode is not None: raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
+    return a._alu(Ops.FDIV, b)
+  def _floordiv(self, b: Tensor) -> Tensor:
+    if dtypes.is_float(self.dtype): return self._alu(Ops.FDIV, b).floor()
+    if self.dtype == dtypes.bool: raise TypeError("floor division of bool tensors is not supported")
+    q = self._alu(Ops.IDIV, b)
+    if dtypes.is_unsigned(self.dtype): return q
+    # C truncates toward zero; floor division rounds down when the signs differ and there is a remainder
+    fix = (self._alu(Ops.MOD, b) != 0) & ((self < 0) != (b < 0))
+    return q - fix.cast(self.dtype)
+  def idiv(self, x, reverse: bool = False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return a._floordiv(b)
+  def mod(self, x, reverse: bool = False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if a.dtype == dtypes.bool: raise TypeError("remainder of bool tensors is not supported")
+    r = a._alu(Ops.MOD, b)
+    if dtypes.is_unsigned(a.dtype): return r
+    return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)  # Python/PyTorch sign: the divisor's
+  def fmod(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    return a._alu(Ops.MOD, b)
+  def pow(self, x, reverse: bool = False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_float(a.dtype):
+      if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int64), b.cast(dtypes.int64)
+      return a.cast(dtypes.float64)._alu(Ops.POW, b.cast(dtypes.float64)).cast(a.dtype)
+    return a._alu(Ops.POW, b)
+  def maximum(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    return a._alu(Ops.OR, b) if a.dtype == dtypes.bool else a._alu(Ops.MAX, b)
+  def minimum(self, x) -> Tensor:
+    a, b = self._broadcasted(x)
+    if a.dtype == dtypes.bool: return a._alu(Ops.AND, b)
+    # -max(-a, -b) fails for unsigned and int min; select instead (NaN propagates as in torch)
+    return ((a < b) | (a != a)).where(a, b)
+  def where(self, x, y) -> Tensor:
+    cond = self if self.dtype == dtypes.bool else self.ne(0)
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+      xt = Tensor(x, device=self.device)
+      x, y = xt._broadcasted(y)
+    elif not isinstance(x, Tensor): x, y = y._broadcasted(x, reverse=True)
+    else: x, y = x._broadcasted(y)
+    shape = broadcast_shape(cond.shape, x.shape)
+    return cond._broadcast_to(shape)._alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape))
+  def clip(self, min_=None, max_=None) -> Tensor:
+    if min_ is None and max_ is None: raise ValueError("clip needs at least one of min_ or max_")
+    x = self
+    if min_ is not None: x = x.maximum(min_)
+    if max_ is not None: x = x.minimum(max_)
+    return x
+  def clamp(self, min=None, max=None) -> Tensor: return self.clip(min, max)
+  def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
+
+  def _cmp(self, op: Ops, x, reverse: bool = False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    return a._alu(op, b)
+  def __lt__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x)
+  def __gt__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True)
+  def __le__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True).logical_not()
+  def __ge__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x).logical_not()
+  def __eq__(self, x) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
+  def __ne__(self, x) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
+  def eq(self, x) -> Tensor: return self == x
+  def ne(self, x) -> Tensor: return self != x
+  def lt(self, x) -> Tensor: return self < x
+  def le(self, x) -> Tensor: return self <= x
+  def gt(self, x) -> Tensor: return self > x
+  def ge(self, x) -> Tensor: return self >= x
+
+  def _bitwise(self, op: Ops, x, reverse: bool = False) -> Tensor:
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): raise TypeError(f"bitwise {op.name.lower()} needs integer or bool tensors, got {a.dtype}")
+    return a._alu(op, b)
+  def bitwise_and(self, x) -> Tensor: return self._bitwise(Ops.AND, x)
+  def bitwise_or(self, x) -> Tensor: return self._bitwise(Ops.OR, x)
+  def bitwise_xor(self, x) -> Tensor: return self._bitwise(Ops.XOR, x)
+  def bitwise_not(self) -> Tensor:
+    if dtypes.is_float(self.dtype): raise TypeError(f"bitwise not needs integer or bool tensors, got {self.dtype}")
+    return self.logical_not() if self.dtype == dtypes.bool else self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ dtypes.max(self.dtype)
+  def lshift(self, x) -> Tensor: return self._bitwise(Ops.SHL, x)
+  def rshift(self, x) -> Tensor: return self._bitwise(Ops.SHR, x)
+  def logical_and(self, x) -> Tensor: return self.bool() & self._to_tensor(x).bool()
+  def logical_or(self, x) -> Tensor: return self.bool() | self._to_tensor(x).bool()
+  def logical_xor(self, x) -> Tensor: return self.bool() ^ self._to_tensor(x).bool()
+
+  __neg__ = neg
+  def __add__(self, x): return self.add(x)
+  def __radd__(self, x): return self._to_tensor_rev(x).add(self) if isinstance(x, Tensor) else self._swap(x, Tensor.add)
+  def __sub__(self, x): return self.sub(x)
+  def __rsub__(self, x): return self.sub(x, reverse=True)
+  def __mul__(self, x): return self.mul(x)
+  def __rmul__(self, x): return self.mul(x, reverse=True)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.div(x, reverse=True)
+  def __floordiv__(self, x): return self.idiv(x)
+  def __rfloordiv__(self, x): return self.idiv(x, reverse=True)
+  def __mod__(self, x): return self.mod(x)
+  def __rmod__(self, x): return self.mod(x, reverse=True)
+  def __pow__(self, x): return self.pow(x)
+  def __rpow__(self, x): return self.pow(x, reverse=True)
+  def __matmul__(self, x): return self.matmul(x)
+  def __rmatmul__(self, x): return self._to_tensor(x).matmul(self)
+  def __and__(self, x): return self._bitwise(Ops.AND, x)
+  def __rand__(self, x): return self._bitwise(Ops.AND, x, True)
+  def __or__(self, x): return self._bitwise(Ops.OR, x)
+  def __ror__(self, x): return self._bitwise(Ops.OR, x, True)
+  def __xor__(self, x): return self._bitwise(Ops.XOR, x)
+  def __rxor__(self, x): return self._bitwise(Ops.XOR, x, True)
+  def __lshift__(self, x): return self._bitwise(Ops.SHL, x)
+  def __rshift__(self, x): return self._bitwise(Ops.SHR, x)
+  def __invert__(self): return self.bitwise_not()
+  def __abs__(self): return self.abs()
+  def _swap(self, x, fn): a, b = self._broadcasted(x, reverse=True); return fn(a, b)
+  def _to_tensor_rev(self, x): return x
+
+  # ---------------- reductions
+  def _axes(self, axis) -> tuple[int, ...]:
+    if axis is None: return tuple(range(self.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(_norm_axis(a, self.ndim) for a in axes)
+    if len(set(axes)) != len(axes): raise ValueError(f"dim {axis} appears multiple times in the list of dims")
+    return axes
+  def _reduce(self, op: Ops, axis=None, keepdim: bool = False) -> Tensor:
+    axes = self._axes(axis)
+    x = self
+    if self.ndim == 0: return self
+    red = Tensor(UOp(Ops.REDUCE_AXIS, self.dtype, (self.uop,), (op, tuple(sorted(axes))))) if axes else self
+    return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+  def _sum_dtype(self) -> DType:
+    if self.dtype == dtypes.bool or (dtypes.is_int(self.dtype) and not dtypes.is_unsigned(self.dtype)): return least_upper_dtype(self.dtype, dtypes.default_int) if self.dtype != dtypes.bool else dtypes.default_int
+    if dtypes.is_unsigned(self.dtype): return least_upper_dtype(self.dtype, dtypes.uint32)
+    return self.dtype
+  def sum(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None, acc_dtype=None) -> Tensor:
+    x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype())
+    return x._reduce(Ops.ADD, axis, keepdim)
+  def prod(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
+    x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype())
+    return x._reduce(Ops.MUL, axis, keepdim)
+  def max(self, axis=None, keepdim: bool = False) -> Tensor:
+    self._check_nonempty("max", axis)
+    if self.dtype == dtypes.bool: return self.cast(dtypes.uint8)._reduce(Ops.MAX, axis, keepdim).cast(dtypes.bool)
+    return self._reduce(Ops.MAX, axis, keepdim)
+  def min(self, axis=None, keepdim: bool = False) -> Tensor:
+    self._check_nonempty("min", axis)
+    if self.dtype == dtypes.bool: return self.logical_not().max(axis, keepdim).logical_not()
+    if dtypes.is_int(self.dtype): return (~(~self).max(axis, keepdim))
+    return -((-self).max(axis, keepdim))
+  def _check_nonempty(self, name: str, axis):
+    if any(self.shape[a] == 0 for a in self._axes(axis)): raise RuntimeError(f"{name}() of an empty dimension has no identity: shape {self.shape}, dim {axis}")
+  def mean(self, axis=None, keepdim: bool = False) -> Tensor:
+    x = self._float()
+    n = prod(self.shape[a] for a in self._axes(axis))
+    out = x.sum(axis, keepdim)
+    return out.div(n) if n else out * math.nan
+  def var(self, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None) -> Tensor:
+    if unbiased is not None: correction = int(unbiased)
+    x = self._float()
+    n = prod(self.shape[a] for a in self._axes(axis))
+    sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
+    return sq.div(max(0, n - correction)) if n - correction > 0 else sq * math.nan if n == 0 else sq.div(0)
+  def std(self, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None) -> Tensor:
+    return self.var(axis, keepdim, correction, unbiased).sqrt()
+  def var_mean(self, axis=None, keepdim=False, correction=1): return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self, axis=None, keepdim=False, correction=1): return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+  def any(self, axis=None, keepdim: bool = False) -> Tensor: return self.bool().max(axis, keepdim) if self.numel() else self.bool()._reduce(Ops.MAX, axis, keepdim) if False else self.bool().cast(dtypes.uint8)._reduce(Ops.MAX, axis, keepdim).cast(dtypes.bool)
+  def all(self, axis=None, keepdim: bool = False) -> Tensor: return self.logical_not().any(axis, keepdim).logical_not()
+  def _arg(self, axis, keepdim: bool, largest: bool) -> Tensor:
+    x = self if largest else (-self if dtypes.is_float(self.dtype) else ~self if dtypes.is_int(self.dtype) else self.logical_not())
+    if axis is None: return x.flatten()._arg(0, keepdim=False, largest=True).reshape(() if not keepdim else (1,) * self.ndim)
+    a = _norm_axis(axis, self.ndim)
+    self._check_nonempty("argmax" if largest else "argmin", a)
+    m = x.max(a, keepdim=True)
+    n = self.shape[a]
+    # the first index holding the max: NaN counts as the max, as in torch
+    hit = (x == m) | (x != x) if dtypes.is_float(self.dtype) else (x == m)
+    rev = Tensor.arange(n, 0, -1, device=self.device).reshape((n,) + (1,) * (self.ndim - a - 1))
+    return (n - (hit * rev).max(a, keepdim)).cast(dtypes.int32)
+  def argmax(self, axis=None, keepdim: bool = False) -> Tensor: return self._arg(axis, keepdim, True)
+  def argmin(self, axis=None, keepdim: bool = False) -> Tensor: return self._arg(axis, keepdim, False)
+
+  # ---------------- linear algebra
+  def dot(self, w: Tensor) -> Tensor:
+    x = self
+    if x.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs at least 1-d operands, got shapes {x.shape} and {w.shape}")
+    if x.device != w.device: raise RuntimeError(f"matmul operands are on different devices: {x.device} and {w.device}")
+    k1, k2 = x.shape[-1], w.shape[-2] if w.ndim > 1 else w.shape[0]
+    if k1 != k2: raise ValueError(f"matmul shape mismatch: {x.shape} @ {w.shape} (inner sizes {k1} and {k2} differ)")
+    dt = least_upper_dtype(x.dtype, w.dtype)
+    x, w = x.cast(dt), w.cast(dt)
+    squeeze = []
+    if x.ndim == 1: x = x.reshape(1, k1); squeeze.append(-2)
+    if w.ndim == 1: w = w.reshape(k2, 1); squeeze.append(-1)
+    batch = broadcast_shape(x.shape[:-2], w.shape[:-2])
+    m, n = x.shape[-2], w.shape[-1]
+    xb = x.reshape(x.shape[:-1] + (1, k1))._broadcast_to(batch + (m, n, k1))
+    wb = w.transpose(-1, -2).reshape(w.shape[:-2] + (1, n, k1))._broadcast_to(batch + (m, n, k1))
+    out = (xb * wb).sum(-1, dtype=dt if dtypes.is_float(dt) else None)
+    if -1 in squeeze: out = out.squeeze(-1)
+    if -2 in squeeze: out = out.squeeze(-2) if out.ndim >= 1 and (out.ndim < 2 or -1 in squeeze or True) else out
+    return out
+  def matmul(self, x: Tensor, reverse: bool = False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
+  def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    x = self.mul(weight) if weight.ndim == 1 else self.dot(weight)
+    return x.add(bias) if bias is not None else x
+
+  # ---------------- nn functions used by the foundation
+  def softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    x = self.cast(dtype) if dtype is not None else self._float()
+    e = (x - x.max(axis, keepdim=True)).exp()
+    return e / e.sum(axis, keepdim=True)
+  def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+    x = self.cast(dtype) if dtype is not None else self._float()
+    m = x - x.max(axis, keepdim=True)
+    return m - m.exp().sum(axis, keepdim=True).log()
+  def logsumexp(self, axis=None, keepdim: bool = False) -> Tensor:
+    x = self._float()
+    m = x.max(axis, keepdim=True)
+    m = (m.abs() == math.inf).where(0, m)  # all -inf (or +inf) rows must not produce nan from inf - inf
+    return (x - m).exp().sum(axis, keepdim=True).log().add(m).squeeze(self._axes(axis)) if not keepdim else (x - m).exp().sum(axis, keepdim=True).log() + m
+
+def _is_weak(t: Tensor) -> bool:
+  return t.uop.op is Ops.CONST and t.ndim == 0 and getattr(t, "_weak", True) and False
+
+# tinygrad spells the bitwise-not dunder and a few aliases differently; keep both spellings available
+Tensor.xor = Tensor.bitwise_xor

@@ -1,0 +1,102 @@
+"""Simplification of integer index arithmetic (and safe constant folding) with value bounds."""
+from __future__ import annotations
+import math
+from fusegrad.dtype import dtypes
+from fusegrad.uop.ops import GroupOp, Ops, UOp, exec_alu
+from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
+
+def _is_int(u: UOp) -> bool: return dtypes.is_int(u.dtype) or u.dtype == dtypes.bool
+
+def fold_constants(a: UOp) -> UOp | None:
+  if a.op in GroupOp.ALU and all(s.op is Ops.CONST for s in a.src):
+    # transcendentals are left to the device so folded and computed values agree bit for bit
+    if dtypes.is_float(a.dtype) and a.op not in {Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.NEG, Ops.WHERE}: return None
+    if a.dtype in (dtypes.float16, dtypes.bfloat16): return None
+    return UOp.const(a.dtype, exec_alu(a.op, a.dtype, [s.arg for s in a.src]))
+  if a.op is Ops.CAST and a.src[0].op is Ops.CONST and a.dtype != dtypes.bfloat16: return UOp.const(a.dtype, a.src[0].arg)
+  return None
+
+def fold_by_bounds(x: UOp) -> UOp | None:
+  if x.op in GroupOp.ALU and x.op is not Ops.CONST and _is_int(x) and x.vmin == x.vmax: return UOp.const(x.dtype, x.vmin)
+  return None
+
+def _terms(x: UOp) -> list[tuple[UOp | None, int]]:
+  """x as a sum of (node, coefficient); node None is the constant term."""
+  if x.op is Ops.ADD: return _terms(x.src[0]) + _terms(x.src[1])
+  if x.op is Ops.CONST: return [(None, x.arg)]
+  if x.op is Ops.MUL and x.src[1].op is Ops.CONST: return [(n, c * x.src[1].arg) for n, c in _terms(x.src[0])]
+  return [(x, 1)]
+
+def _sum(dtype, terms: list[tuple[UOp | None, int]]) -> UOp:
+  const = sum(c for n, c in terms if n is None)
+  out: UOp | None = None
+  for n, c in terms:
+    if n is None or c == 0: continue
+    t = n if c == 1 else n * UOp.const(dtype, c)
+    out = t if out is None else out + t
+  if out is None: return UOp.const(dtype, const)
+  return out + UOp.const(dtype, const) if const else out
+
+def div_mod_fold(x: UOp, c: UOp, mod: bool) -> UOp | None:
+  """(a*k*c + b) // c -> a*k + b//c, and the matching % rule, when every term is non-negative."""
+  d = c.arg
+  if d <= 0 or x.vmin < 0: return None
+  if d == 1: return UOp.const(x.dtype, 0) if mod else x
+  if x.vmax < d: return x if mod else UOp.const(x.dtype, 0)
+  terms = _terms(x)
+  if any(n is not None and (n.vmin < 0 or k < 0) for n, k in terms) or any(n is None and k < 0 for n, k in terms): return None
+  quot = [(n, k // d) for n, k in terms if k % d == 0]
+  rest = [(n, k) for n, k in terms if k % d != 0]
+  # constants: split into a multiple of d and a remainder
+  const = sum(k for n, k in rest if n is None)
+  rest = [(n, k) for n, k in rest if n is not None] + ([(None, const % d)] if const % d else [])
+  if const // d: quot.append((None, const // d))
+  g = math.gcd(d, *[k for _, k in rest]) if rest else d
+  if not quot and g == 1: return None
+  r = _sum(x.dtype, rest)
+  if rest and g > 1 and r.vmax >= d:
+    # every remaining term is a multiple of g: (g*r')//(g*d') = r'//d'
+    r2 = _sum(x.dtype, [(n, k // g) for n, k in rest])
+    q_rest, m_rest = r2 // UOp.const(x.dtype, d // g), (r2 % UOp.const(x.dtype, d // g)) * UOp.const(x.dtype, g)
+  else: q_rest, m_rest = r // c, r % c
+  if mod: return m_rest if quot or g > 1 else None
+  return _sum(x.dtype, quot) + q_rest if quot else (q_rest if g > 1 else None)
+
+def _c(u: UOp, v) -> UOp: return UOp.const(u.dtype, v)
+
+symbolic = PatternMatcher([
+  (UPat(GroupOp.ALU | {Ops.CAST}, name="a"), fold_constants),
+  (UPat(GroupOp.ALU, name="x"), fold_by_bounds),
+  # identities (ints only: for floats x*0 is not 0 when x is inf or nan)
+  (UPat.var("x") + UPat.cvar("c"), lambda x, c: x if c.arg == 0 and _is_int(x) else None),
+  (UPat.var("x") * UPat.cvar("c"), lambda x, c: x if c.arg == 1 else (_c(x, 0) if c.arg == 0 and _is_int(x) else None)),
+  (UPat(Ops.SUB, src=(UPat.var("x"), UPat.cvar("c"))), lambda x, c: x + _c(x, -c.arg) if _is_int(x) and x.dtype != dtypes.bool else None),
+  (UPat(Ops.SUB, src=(UPat.var("x"), UPat.var("y")), name="s"), lambda x, y, s: _c(s, 0) if x is y and _is_int(x) else None),
+  # move constants right and fold chains of them
+  (UPat(Ops.ADD, src=(UPat.cvar("c"), UPat.var("x")), name="u"), lambda c, x, u: x + c if x.op is not Ops.CONST else None),
+  (UPat(Ops.MUL, src=(UPat.cvar("c"), UPat.var("x")), name="u"), lambda c, x, u: x * c if x.op is not Ops.CONST else None),
+  (UPat(Ops.ADD, src=(UPat(Ops.ADD, src=(UPat.var("x"), UPat.cvar("c1"))), UPat.cvar("c2"))),
+   lambda x, c1, c2: x + _c(x, c1.arg + c2.arg) if _is_int(x) else None),
+  (UPat(Ops.MUL, src=(UPat(Ops.MUL, src=(UPat.var("x"), UPat.cvar("c1"))), UPat.cvar("c2"))),
+   lambda x, c1, c2: x * _c(x, c1.arg * c2.arg) if _is_int(x) else None),
+  (UPat(Ops.MUL, src=(UPat(Ops.ADD, src=(UPat.var("x"), UPat.var("y"))), UPat.cvar("c"))),
+   lambda x, y, c: x * c + y * c if _is_int(x) and x.dtype != dtypes.bool else None),
+  # (x//c)*c + x%c -> x
+  (UPat(Ops.ADD, src=[UPat(Ops.MUL, src=(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("c"))), UPat.cvar("c"))),
+                      UPat(Ops.MOD, src=(UPat.var("x"), UPat.cvar("c")))]), lambda x, c: x),
+  (UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("c"))), lambda x, c: div_mod_fold(x, c, False) if _is_int(x) else None),
+  (UPat(Ops.MOD, src=(UPat.var("x"), UPat.cvar("c"))), lambda x, c: div_mod_fold(x, c, True) if _is_int(x) else None),
+  (UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("a"))), UPat.cvar("b"))),
+   lambda x, a, b: x // _c(x, a.arg * b.arg) if a.arg > 0 and b.arg > 0 and x.vmin >= 0 else None),
+  (UPat(Ops.MOD, src=(UPat(Ops.MOD, src=(UPat.var("x"), UPat.cvar("a"))), UPat.cvar("b"))),
+   lambda x, a, b: x % b if a.arg > 0 and b.arg > 0 and a.arg % b.arg == 0 and x.vmin >= 0 else None),
+  # booleans and selects
+  (UPat(Ops.AND, src=[UPat.var("x"), UPat.cvar("c", dtypes.bool)]), lambda x, c: x if c.arg else c),
+  (UPat(Ops.OR, src=[UPat.var("x"), UPat.cvar("c", dtypes.bool)]), lambda x, c: c if c.arg else x),
+  (UPat(Ops.AND, src=(UPat.var("x"), UPat.var("y"))), lambda x, y: x if x is y else None),
+  (UPat(Ops.WHERE, src=(UPat.cvar("c"), UPat.var("a"), UPat.var("b"))), lambda c, a, b: a if c.arg else b),
+  (UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("b"))), lambda c, a, b: a if a is b else None),
+  (UPat(Ops.CAST, src=(UPat.var("x"),), name="c"), lambda x, c: x if x.dtype == c.dtype else None),
+])
+
+def simplify(u: UOp) -> UOp: return graph_rewrite(u, symbolic)
