@@ -1,6 +1,6 @@
 """The lazy Tensor: every method builds UOps; nothing runs until realize/numpy/item/tolist."""
 from __future__ import annotations
-import math, struct, sys
+import math, struct, sys, weakref
 from typing import Any, Callable, Iterable, Sequence
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float
 from fusegrad.device import Buffer, Device, canonicalize
@@ -8,6 +8,8 @@ from fusegrad.helpers import argsort, flatten, prod, make_tuple, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad import schedule as sched
 from fusegrad.engine.realize import run_schedule
+from fusegrad.tensor_nn import NNMixin
+from fusegrad.tensor_ops import OpsMixin
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
@@ -47,10 +49,34 @@ def _numpy_dtype(d: DType):
   import numpy as np
   return np.dtype(d.fmt) if d != dtypes.bfloat16 else np.dtype(np.uint16)
 
-class Tensor:
+class _TensorMeta(type):
+  @property
+  def training(cls) -> bool: return bool(TRAINING.value)
+  @training.setter
+  def training(cls, v: bool): TRAINING.value = int(bool(v))
+
+class _TrainMode:
+  """`with Tensor.train():` (or `@Tensor.train()`) turns training mode on inside; `Tensor.test()` turns it off."""
+  def __init__(self, mode: bool = True): self.mode = mode
+  def __enter__(self): self.prev, Tensor.training = Tensor.training, self.mode
+  def __exit__(self, *exc): Tensor.training = self.prev
+  def __call__(self, fn):
+    def wrapper(*args, **kwargs):
+      with _TrainMode(self.mode): return fn(*args, **kwargs)
+    return wrapper
+
+class _NoGrad:
+  def __enter__(self): self.prev, Tensor.no_grad = Tensor.no_grad, True
+  def __exit__(self, *exc): Tensor.no_grad = self.prev
+
+_all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
+
+class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   """A lazily evaluated n-dimensional array with PyTorch-style semantics."""
-  training: bool = False
   no_grad: bool = False
+  train = staticmethod(lambda mode=True: _TrainMode(mode))
+  test = staticmethod(lambda: _TrainMode(False))
+  inference_mode = staticmethod(lambda: _NoGrad())
   _seed: int = 0
   _rng_counter: int = 0
   __array_priority__ = 1000  # numpy defers to our reflected operators
@@ -59,7 +85,9 @@ class Tensor:
     device = canonicalize(device)
     dtype = to_dtype(dtype) if dtype is not None else None
     self.grad: Tensor | None = None
-    self.requires_grad = requires_grad
+    self.requires_grad: bool | None = requires_grad
+    key = id(self)
+    _all_tensors[key] = weakref.ref(self, lambda _: _all_tensors.pop(key, None))
     if isinstance(data, UOp): self.uop = data
     elif isinstance(data, Tensor): self.uop = data.cast(dtype).to(device).uop if dtype else data.to(device).uop
     elif data is None: self.uop = Tensor.empty(0, device=device, dtype=dtype or dtypes.default_float).uop
@@ -85,6 +113,42 @@ class Tensor:
       self.uop = Tensor._from_bytes(arr.tobytes(), src_dtype, device, arr.shape)
       if dtype and dtype != src_dtype: self.uop = self.cast(dtype).uop
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
+    if requires_grad and sched.buffer_view(self.uop) is None and not isinstance(data, UOp): self.realize()
+
+  # ---------------- autograd
+  def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    self.requires_grad = requires_grad
+    return self
+  def is_param_(self) -> Tensor: return self.requires_grad_(True)
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
+    """d(self)/d(target) for each target, as lazy tensors."""
+    from fusegrad.gradient import compute_gradient
+    if gradient is None:
+      if self.numel() != 1: raise RuntimeError(f"gradient of a non-scalar tensor of shape {self.shape} needs an explicit `gradient`")
+      gradient = Tensor.ones(self.shape, dtype=self.dtype, device=self.device)
+    if gradient.shape != self.shape: raise ValueError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
+    grads = compute_gradient(self.uop, gradient.cast(self.dtype).uop, {t.uop for t in targets})
+    return [Tensor(grads[t.uop]) if t.uop in grads else t.zeros_like() for t in targets]
+  def backward(self, gradient: Tensor | None = None) -> Tensor:
+    """Accumulate d(self)/d(t) into t.grad for every tensor t with requires_grad=True in self's graph."""
+    in_graph = set(self.uop.toposort())
+    params = [t for r in list(_all_tensors.values()) if (t := r()) is not None and t.requires_grad and t.uop in in_graph]
+    if not params: raise RuntimeError("backward(): no tensor in this graph has requires_grad=True")
+    for t, g in zip(params, self.gradient(*params, gradient=gradient)):
+      if g.shape != t.shape: raise RuntimeError(f"internal error: gradient shape {g.shape} != tensor shape {t.shape}")
+      t.grad = g if t.grad is None else t.grad + g
+    return self
+  def assign(self, x: Any) -> Tensor:
+    """Give this tensor the value of x (same shape and dtype); the tensor object keeps its identity."""
+    if not isinstance(x, Tensor): x = Tensor.full(self.shape, x, dtype=self.dtype, device=self.device)
+    if x.shape != self.shape: raise ValueError(f"assign: shape {x.shape} does not match {self.shape}")
+    if x.device != self.device: raise ValueError(f"assign: device {x.device} does not match {self.device}")
+    self.uop = x.cast(self.dtype).uop
+    return self
+  def replace(self, x: Tensor) -> Tensor:
+    if x.shape != self.shape: raise ValueError(f"replace: shape {x.shape} does not match {self.shape}")
+    self.uop = x.uop
+    return self
 
   @staticmethod
   def _from_bytes(raw: bytes, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
@@ -144,11 +208,11 @@ class Tensor:
     self.realize()
     return sched.buffers[sched.buffer_view(self.uop)]
   def _flat_values(self) -> list:
-    mv = self.contiguous()._buffer().as_memoryview()
+    mv = self._buffer().as_memoryview()
     if self.dtype == dtypes.bfloat16: return [bf16_to_float(v) for v in mv.cast("H")]
     return mv.cast(self.dtype.fmt).tolist()
   def data(self) -> memoryview:
-    mv = self.contiguous()._buffer().as_memoryview()
+    mv = self._buffer().as_memoryview()
     if self.dtype == dtypes.bfloat16: raise TypeError("memoryview has no bfloat16 format; use .float().data() or .numpy()")
     return mv.cast(self.dtype.fmt, self.shape) if self.numel() and self.shape else mv.cast(self.dtype.fmt)
   def tolist(self) -> Any:
@@ -163,7 +227,7 @@ class Tensor:
     return self._flat_values()[0]
   def numpy(self):
     import numpy as np
-    raw = bytes(self.contiguous()._buffer().as_memoryview())
+    raw = bytes(self._buffer().as_memoryview())
     arr = np.frombuffer(raw, dtype=_numpy_dtype(self.dtype)).reshape(self.shape).copy()
     if self.dtype == dtypes.bfloat16: arr = (arr.astype(np.uint32) << 16).view(np.float32)
     return arr
@@ -356,8 +420,7 @@ class Tensor:
       shape = tuple(self.numel() // known if s == -1 else s for s in shape)
     if prod(shape) != self.numel(): raise ValueError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape} ({prod(shape)} elements)")
     if shape == self.shape: return self
-    src = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
-    return Tensor(UOp(Ops.RESHAPE, self.dtype, (src,), shape) if src.shape != shape else src, requires_grad=self.requires_grad)
+    return self._mop(Ops.RESHAPE, shape)
   def view(self, *shape) -> Tensor: return self.reshape(*shape) if shape and not isinstance(shape[0], DType) else self.bitcast(shape[0])
   def expand(self, shape, *args) -> Tensor:
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
@@ -565,7 +628,7 @@ class Tensor:
   def sign(self) -> Tensor:
     if self.dtype == dtypes.bool: return self
     return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype) + (self * 0 if dtypes.is_float(self.dtype) else 0)
-  def relu(self) -> Tensor: return self.maximum(0)
+  def relu(self) -> Tensor: return ((self < 0) | (self == 0)).where(0, self)
   def sigmoid(self) -> Tensor: return (1 + (-self._float()).exp()).reciprocal()
   def logical_not(self) -> Tensor: return self.ne(True) if self.dtype == dtypes.bool else self == 0
   def isnan(self) -> Tensor: return self != self

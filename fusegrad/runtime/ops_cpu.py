@@ -21,7 +21,9 @@ class CPUAllocator:
     off = (-ctypes.addressof(raw)) % 64
     return (raw, ctypes.addressof(raw) + off, nbytes)
   def copyin(self, mem, mv: memoryview): ctypes.memmove(mem[1], (ctypes.c_char * mv.nbytes).from_buffer_copy(mv) if mv.readonly else (ctypes.c_char * mv.nbytes).from_buffer(mv), mv.nbytes)
-  def as_memoryview(self, mem, nbytes: int) -> memoryview: return memoryview((ctypes.c_uint8 * nbytes).from_address(mem[1])).cast("B")
+  def as_memoryview(self, mem, nbytes: int) -> memoryview:
+    # from_buffer keeps the allocation alive for as long as the view exists
+    return memoryview((ctypes.c_uint8 * nbytes).from_buffer(mem[0], mem[1] - ctypes.addressof(mem[0]))).cast("B")
 
 class CPUProgram:
   def __init__(self, spec: ProgramSpec, lib_path: str):

@@ -35,6 +35,21 @@ class ScheduleItem:
 def _resolve(u: UOp) -> UOp:
   return realized[u] if u in realized else u
 
+EXPAND_COST_LIMIT = 8
+EXPENSIVE = {Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.POW, Ops.TANH, Ops.ERF, Ops.IDIV, Ops.MOD}
+
+def _cost(u: UOp, stop, memo: dict) -> int:
+  """Rough ALU count of the fused work that computes u (stops at buffers and materialized nodes)."""
+  total, seen, stack = 0, set(), [u]
+  while stack:
+    x = stack.pop()
+    if x in seen or x.op is Ops.BUFFER or (x is not u and x in stop): continue
+    seen.add(x)
+    if x.op is Ops.REDUCE_AXIS: return EXPAND_COST_LIMIT + 1
+    total += 4 if x.op in EXPENSIVE else 1 if x.op in GroupOp.ALU else 0
+    stack.extend(x.src)
+  return total
+
 def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """Returns the kernels to run, in order, and for each target the buffer view that will hold it."""
   targets = [t for t in targets if buffer_view(t) is None]
@@ -54,7 +69,7 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
   materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY) or
                                    (u.op is Ops.REDUCE_AXIS and parents.get(u, 0) > 1)))
   # a reduce read through an expand would be recomputed for every expanded element: give it a buffer
-  work, seen = list(materialize), set()
+  work, seen, cost_memo = list(materialize), set(), {}
   while work:
     root = work.pop()
     stack = [(s, False) for s in root.src]
@@ -66,6 +81,12 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
       if u.op is Ops.REDUCE_AXIS and expanded:
         materialize[u] = None
         work.append(u)
+        continue
+      if u.op is Ops.EXPAND and u.size > u.src[0].size and _cost(u.src[0].base, materialize, cost_memo) > EXPAND_COST_LIMIT \
+         and u.src[0].base.op not in (Ops.BUFFER, Ops.CONST):
+        # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
+        materialize[u.src[0].base] = None
+        work.append(u.src[0].base)
         continue
       exp = expanded or (u.op is Ops.EXPAND and u.size > u.src[0].size)
       stack.extend((s, exp) for s in u.src)
