@@ -52,9 +52,9 @@ def _cost(u: UOp, stop, memo: dict) -> int:
 
 def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """Returns the kernels to run, in order, and for each target the buffer view that will hold it."""
-  targets = [t for t in targets if buffer_view(t) is None]
-  if not targets: return [], {}
-  sink = UOp(Ops.SINK, dtypes.void, tuple(targets))
+  originals = [t for t in dict.fromkeys(targets) if buffer_view(t) is None]
+  if not originals: return [], {}
+  sink = UOp(Ops.SINK, dtypes.void, tuple(originals))
   # swap in buffers for already-realized nodes so they are never recomputed
   stop = lambda u: u.op is Ops.BUFFER or u in realized
   order = sink.toposort(stop)
@@ -128,4 +128,4 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
     ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (g0, value)),))
     items.append(ScheduleItem(ast, tuple(bufs), device))
     out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
-  return items, {t: out_view[t] for t in targets}
+  return items, {o: out_view[t] for o, t in zip(originals, targets)}
