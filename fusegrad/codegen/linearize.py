@@ -9,6 +9,7 @@ from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
+from fusegrad.codegen.opt import optimize
 
 LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
 
@@ -42,12 +43,12 @@ class Block:
 def linearize(sink: UOp) -> list[UOp]:
   """Output loops nest outermost-first and each holds the nodes that depend on it; a reduce's loop is emitted as a unit
   where the REDUCE sits in toposort order, after everything its body reads from outer levels."""
-  sink = graph_rewrite(graph_rewrite(sink, symbolic + legalize), symbolic)
+  sink = graph_rewrite(optimize(graph_rewrite(sink, symbolic)), symbolic + legalize)
   order = sink.toposort()
   deps: dict[UOp, frozenset] = {}
   for u in order:
     if u.op is Ops.RANGE: deps[u] = frozenset([u])
-    elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:])
+    elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:]) | (frozenset([u.arg[1]]) if isinstance(u.arg, tuple) else frozenset())
     else: deps[u] = frozenset().union(*[deps[s] for s in u.src]) if u.src else frozenset()
   root = Block(None)
   block_of: dict[UOp, Block] = {}
@@ -61,7 +62,7 @@ def linearize(sink: UOp) -> list[UOp]:
   loops: dict[UOp, tuple[Block, Block]] = {}
   for u in reversed(order):
     if u.op is not Ops.REDUCE: continue
-    home = parent = deepest(deps[u])
+    home = parent = deepest(deps[u] - {u.arg[1]} if isinstance(u.arg, tuple) else deps[u])
     outer = None
     for r in u.src[1:]:
       b = block_of[r] = Block(r, parent.depth + 1)
@@ -74,9 +75,11 @@ def linearize(sink: UOp) -> list[UOp]:
     home = deepest(deps[u])
     if u.op is Ops.REDUCE:
       outer, inner = loops[u]
-      acc = UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(u.arg, u.dtype)),), u)
-      inner.items.append(UOp(Ops.ACC_UPDATE, u.dtype, (acc, u.src[0]), u.arg))
-      home.items += [acc, outer]
+      arr = isinstance(u.arg, tuple)  # an accumulator array indexed by the last range (see codegen/opt.py)
+      op = u.arg[0] if arr else u.arg
+      acc = UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(op, u.dtype)),), u)
+      inner.items.append(UOp(Ops.ACC_UPDATE, u.dtype, (acc, u.src[0]) + ((u.src[-1],) if arr else ()), op))
+      deepest(deps[u] - {u.arg[1]} if arr else deps[u]).items += [acc, outer]
     home.items.append(u)
   out: list[UOp] = []
   def flatten(b: Block):

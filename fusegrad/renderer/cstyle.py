@@ -73,6 +73,10 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
   params, globals_, vars_ = [], [], []
   written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
   depth = 1
+  accs = {u.arg: u for u in uops if u.op is Ops.DEFINE_ACC}
+  # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)
+  first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
+  parallel = first if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1 else None
   def r(u: UOp) -> str: return names[u] if u in names else render_const(u.arg, u.dtype)
   def emit(s: str): lines.append("  " * depth + s)
   counter = 0
@@ -87,7 +91,12 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
     elif u.op is Ops.CONST: continue
     elif u.op is Ops.RANGE:
       names[u] = f"ridx{u.arg}"
-      emit(f"for ({ctype(u.dtype)} ridx{u.arg} = 0; ridx{u.arg} < {r(u.src[0])}; ridx{u.arg}++) {{")
+      lo, hi = "0", r(u.src[0])
+      if u is parallel:
+        # the outermost loop is split evenly across the threads that call this kernel
+        n = u.src[0].arg
+        lo, hi = f"(({ctype(u.dtype)})((long long)core_id*{n}/n_cores))", f"(({ctype(u.dtype)})((long long)(core_id+1)*{n}/n_cores))"
+      emit(f"for ({ctype(u.dtype)} ridx{u.arg} = {lo}; ridx{u.arg} < {hi}; ridx{u.arg}++) {{")
       depth += 1
     elif u.op is Ops.ENDRANGE:
       depth -= 1
@@ -95,11 +104,20 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
     elif u.op is Ops.STORE: emit(f"{r(u.src[0])}[{r(u.src[1])}] = {r(u.src[2])};")
     elif u.op is Ops.DEFINE_ACC:
       names[u] = f"acc{counter}"; counter += 1
-      emit(f"{ctype(u.dtype)} {names[u]} = {r(u.src[0])};")
+      if isinstance(u.arg.arg, tuple):
+        n = u.arg.src[-1].src[0].arg
+        emit(f"{ctype(u.dtype)} {names[u]}[{n}];")
+        emit(f"for (int i = 0; i < {n}; i++) {names[u]}[i] = {r(u.src[0])};")
+      else: emit(f"{ctype(u.dtype)} {names[u]} = {r(u.src[0])};")
     elif u.op is Ops.ACC_UPDATE:
-      acc, v = r(u.src[0]), r(u.src[1])
+      acc, v = r(u.src[0]) + (f"[{r(u.src[2])}]" if len(u.src) == 3 else ""), r(u.src[1])
       emit(f"{acc} = {render_alu(u.arg, u.dtype, [acc, v], u.dtype)};")
-    elif u.op is Ops.REDUCE: names[u] = names[next(x for x in uops if x.op is Ops.DEFINE_ACC and x.arg is u)]
+    elif u.op is Ops.REDUCE:
+      acc = names[accs[u]]
+      if isinstance(u.arg, tuple):
+        names[u] = f"v{counter}"; counter += 1
+        emit(f"{ctype(u.dtype)} {names[u]} = {acc}[{r(u.arg[1])}];")
+      else: names[u] = acc
     else:
       if u.op is Ops.LOAD:
         expr = f"{r(u.src[0])}[{r(u.src[1])}]"
@@ -110,7 +128,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
       else: raise NotImplementedError(f"C renderer has no rule for {u.op}")
       names[u] = f"v{counter}"; counter += 1
       emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
-  sig = ", ".join([p for _, p in sorted(params)] + [f"{ctype(v.dtype)} {v.arg[0]}" for v in vars_])
+  sig = ", ".join([p for _, p in sorted(params)] + [f"{ctype(v.dtype)} {v.arg[0]}" for v in vars_] + ["int core_id", "int n_cores"])
   src = PRELUDE + f"void {fn_prefix}{name}({sig}) {{\n" + "\n".join(lines) + "\n}\n"
   flops, mem = estimate(uops)
-  return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape)
+  return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape, parallel is not None)

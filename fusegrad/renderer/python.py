@@ -43,6 +43,7 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
     if u.op is Ops.RANGE: stack.append(i)
     elif u.op is Ops.ENDRANGE: ends[stack.pop()] = i
   starts = {v: k for k, v in ends.items()}
+  accs = {u.arg: i for i, u in enumerate(uops) if u.op is Ops.DEFINE_ACC}
   var_iter = iter(var_vals)
   pc, n = 0, len(uops)
   gmap = {}
@@ -66,11 +67,17 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
     elif op is Ops.STORE:
       v = get(u.src[2])
       get(u.src[0])[get(u.src[1])] = float_to_bf16(v) if u.src[2].dtype == dtypes.bfloat16 else v
-    elif op is Ops.DEFINE_ACC: vals[pc] = get(u.src[0])
+    elif op is Ops.DEFINE_ACC:
+      vals[pc] = [get(u.src[0])] * u.arg.src[-1].src[0].arg if isinstance(u.arg.arg, tuple) else get(u.src[0])
     elif op is Ops.ACC_UPDATE:
       a = slot[u.src[0]]
-      vals[a] = exec_alu(u.arg, u.dtype, [vals[a], get(u.src[1])])
-    elif op is Ops.REDUCE: vals[pc] = vals[slot[next(x for x in uops if x.op is Ops.DEFINE_ACC and x.arg is u)]]
+      if len(u.src) == 3:
+        i = get(u.src[2])
+        vals[a][i] = exec_alu(u.arg, u.dtype, [vals[a][i], get(u.src[1])])
+      else: vals[a] = exec_alu(u.arg, u.dtype, [vals[a], get(u.src[1])])
+    elif op is Ops.REDUCE:
+      acc = vals[accs[u]]
+      vals[pc] = acc[get(u.arg[1])] if isinstance(u.arg, tuple) else acc
     elif op is Ops.CAST: vals[pc] = cast(get(u.src[0]), u.src[0].dtype, u.dtype)
     elif op is Ops.BITCAST: vals[pc] = bitcast(get(u.src[0]), u.src[0].dtype, u.dtype)
     elif op in GroupOp.ALU: vals[pc] = exec_alu(op, u.dtype, [get(s) for s in u.src])

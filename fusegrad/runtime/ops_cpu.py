@@ -1,6 +1,6 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
-import ctypes, hashlib, os, shutil, subprocess, tempfile
+import concurrent.futures, ctypes, functools, hashlib, os, shutil, subprocess, tempfile
 from fusegrad.helpers import cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import render_c
@@ -32,7 +32,22 @@ class CPUProgram:
     self.fn = getattr(self.lib, spec.name)
     self.fn.restype = None
   def __call__(self, mems: list, var_vals: list[int]):
-    self.fn(*[ctypes.c_void_p(m[1]) for m in mems], *[ctypes.c_int(v) for v in var_vals])
+    args = [ctypes.c_void_p(m[1]) for m in mems] + [ctypes.c_int(v) for v in var_vals]
+    n = cpu_count() if self.spec.parallel and self.spec.flops >= PARALLEL_MIN_FLOPS else 1
+    if n == 1: return self.fn(*args, 0, 1)
+    # ctypes releases the GIL during the call, so pool threads run the slices truly in parallel
+    futures = [thread_pool().submit(self.fn, *args, i, n) for i in range(1, n)]
+    self.fn(*args, 0, n)
+    for f in futures: f.result()
+
+PARALLEL_MIN_FLOPS = 1 << 16  # below this, waking threads costs more than it saves
+
+@functools.cache
+def cpu_count() -> int: return max(1, getenv("CPU_COUNT", os.cpu_count() or 1))
+
+@functools.cache
+def thread_pool() -> concurrent.futures.ThreadPoolExecutor:
+  return concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cpu_count() - 1), thread_name_prefix="fusegrad-cpu")
 
 def compile_c(src: str) -> str:
   """Compile to a shared library cached on disk by the hash of the source, compiler and flags."""
