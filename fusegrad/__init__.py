@@ -5,11 +5,7 @@ from fusegrad.device import Device
 from fusegrad.helpers import Context, GlobalCounters
 from fusegrad.uop.ops import UOp
 
-def Variable(name: str, vmin: int, vmax: int) -> UOp:
-  """A symbolic integer (e.g. a sequence position) with known bounds."""
-  from fusegrad.dtype import dtypes as _d
-  from fusegrad.uop.ops import Ops
-  return UOp(Ops.DEFINE_VAR, _d.int32, (), (name, vmin, vmax))
+from fusegrad.uop.ops import Variable
 
 def TinyJit(fn=None, **kwargs):
   """Placeholder until the JIT lands: calls the function directly (correct, just not replayed)."""

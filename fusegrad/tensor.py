@@ -5,7 +5,7 @@ from typing import Any, Callable, Iterable, Sequence
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float
 from fusegrad.device import Buffer, Device, canonicalize
 from fusegrad.helpers import argsort, flatten, prod, make_tuple, TRAINING
-from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable
 from fusegrad import schedule as sched
 from fusegrad.engine.realize import run_schedule
 from fusegrad.tensor_nn import NNMixin
@@ -315,11 +315,13 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     offset = Tensor._rng_counter
     Tensor._rng_counter += n
     ctr = Tensor(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n)).cast(dtypes.uint32)
-    ctr = ctr + (offset & 0xffffffff)
+    # the low bits of the offset are a bound variable, so every call reuses the same compiled kernel
+    off = Tensor(Variable("rng_offset", 0, 2**31 - 1).bind(offset & 0x7fffffff)).cast(dtypes.uint32)
+    ctr = ctr + off._broadcast_to(ctr.shape)
     def mix(x: Tensor) -> Tensor:  # "lowbias32" integer hash
       x = x ^ (x >> 16); x = x * 0x7feb352d; x = x ^ (x >> 15); x = x * 0x846ca68b
       return x ^ (x >> 16)
-    key = (Tensor._seed * 0x9E3779B9 + (offset >> 32) * 0x85EBCA6B) & 0xffffffff
+    key = (Tensor._seed * 0x9E3779B9 + (offset >> 31) * 0x85EBCA6B) & 0xffffffff
     return mix(mix(ctr ^ key) + 0x68E31DA4 ^ key).reshape(shape)
   @staticmethod
   def rand(*shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
@@ -390,7 +392,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if not isinstance(y, Tensor):
       y = x._to_tensor(y)
       if match_dtype and y.dtype != (dt := result_dtype(x.dtype, y.uop.arg if y.uop.op is Ops.CONST else 0.0)): y = y.cast(dt)
-    if x.device != y.device: raise RuntimeError(f"tensors are on different devices: {x.device} and {y.device}; move one with .to()")
+    if x.device != y.device and None not in (x.device, y.device): raise RuntimeError(f"tensors are on different devices: {x.device} and {y.device}; move one with .to()")
     if reverse: x, y = y, x
     if match_dtype:
       out = least_upper_dtype(x.dtype, y.dtype) if not (_is_weak(x) or _is_weak(y)) else (

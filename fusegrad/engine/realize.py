@@ -38,7 +38,8 @@ def run_schedule(schedule: list[ScheduleItem]):
     mems = [b.ensure_allocated()._mem for b in si.bufs]
     if out.size == 0: continue
     st = time.perf_counter()
-    prg(mems, [])
+    vals = dict(si.var_vals)
+    prg(mems, [vals[v] for v in prg.spec.vars])
     Device[si.device].synchronize()
     et = time.perf_counter() - st
     spec = prg.spec

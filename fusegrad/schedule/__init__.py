@@ -31,6 +31,7 @@ class ScheduleItem:
   ast: UOp               # SINK(STORE(DEFINE_GLOBAL(0), value)) or SINK(COPY)
   bufs: tuple            # Buffer objects; bufs[i] is DEFINE_GLOBAL(i)
   device: str
+  var_vals: tuple = ()   # ((DEFINE_VAR, value), ...) bound for this launch
 
 def _resolve(u: UOp) -> UOp:
   return realized[u] if u in realized else u
@@ -101,6 +102,7 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
     device = u.device
     out = new_buffer_uop(device, u.size, u.dtype)
     bufs = [buffers[out]]
+    var_vals: dict[UOp, int] = {}
     index: dict[UOp, UOp] = {}
     def kernel_input(x: UOp) -> UOp:
       b = out_view[x].base if x in out_view else x
@@ -112,6 +114,9 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
       if x in index: return index[x]
       if x is not u and (x in out_view or x.op is Ops.BUFFER): r = kernel_input(x)
       elif x.op is Ops.CONST: r = UOp(Ops.CONST, x.dtype, (), x.arg)
+      elif x.op is Ops.BIND:  # the kernel sees only the variable; its value is passed at launch, so no recompile
+        r = x.src[0]
+        if var_vals.setdefault(r, x.src[1].arg) != x.src[1].arg: raise ValueError(f"variable {r.arg[0]} bound to two values in one kernel")
       elif x.op is Ops.COPY: r = build(x.src[0])
       else: r = x.replace(src=tuple(build(s) for s in x.src if s.op is not Ops.DEVICE))
       index[x] = r
@@ -126,6 +131,6 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
     value = build(u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u)
     g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)
     ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (g0, value)),))
-    items.append(ScheduleItem(ast, tuple(bufs), device))
+    items.append(ScheduleItem(ast, tuple(bufs), device, tuple(var_vals.items())))
     out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
   return items, {o: out_view[t] for o, t in zip(originals, targets)}

@@ -8,7 +8,7 @@ from fusegrad.helpers import prod
 
 class Ops(Enum):
   # tensor level: where data lives and how it is viewed
-  DEVICE = auto(); BUFFER = auto(); CONST = auto(); IOTA = auto(); COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); ASSIGN = auto()
+  DEVICE = auto(); BUFFER = auto(); CONST = auto(); IOTA = auto(); COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); ASSIGN = auto(); BIND = auto()
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()
   REDUCE_AXIS = auto(); SINK = auto()
   # values
@@ -114,7 +114,7 @@ class UOp(metaclass=UOpMeta):
   def shape(self) -> tuple[int, ...]:
     op, arg, src = self.op, self.arg, self.src
     if op is Ops.BUFFER: return (arg[1],)
-    if op is Ops.CONST: return ()
+    if op in (Ops.CONST, Ops.BIND, Ops.DEFINE_VAR): return ()
     if op is Ops.IOTA: return (arg,)
     if op is Ops.DEFINE_GLOBAL: return (self.dtype.size,)
     if op in (Ops.RESHAPE, Ops.EXPAND): return tuple(arg)
@@ -146,12 +146,25 @@ class UOp(metaclass=UOpMeta):
   @property
   def vmax(self): return self.vmin_vmax[1]
 
+def Variable(name: str, vmin: int, vmax: int) -> UOp:
+  """A symbolic integer (e.g. a sequence position) with known bounds; `.bind(value)` gives it a value for one launch."""
+  if not name.isidentifier(): raise ValueError(f"Variable name {name!r} must be a valid identifier")
+  if vmin > vmax: raise ValueError(f"Variable {name}: vmin {vmin} > vmax {vmax}")
+  return UOp(Ops.DEFINE_VAR, dtypes.int32, (), (name, vmin, vmax))
+
+def _bind(self: UOp, value: int) -> UOp:
+  if self.op is not Ops.DEFINE_VAR: raise TypeError("only a Variable can be bound")
+  if not self.arg[1] <= value <= self.arg[2]: raise ValueError(f"{self.arg[0]}={value} is outside its bounds [{self.arg[1]}, {self.arg[2]}]")
+  return UOp(Ops.BIND, self.dtype, (self, UOp.const(self.dtype, value)))
+UOp.bind = _bind  # type: ignore[attr-defined]
+
 def _bounds(u: UOp) -> tuple[Any, Any]:
   d = u.dtype
   full = (dtypes.min(d), dtypes.max(d)) if (dtypes.is_int(d) or d == dtypes.bool) else (-math.inf, math.inf)
   if u.op is Ops.CONST: return (u.arg, u.arg)
   if u.op is Ops.RANGE: return (0, max(0, u.src[0].vmax - 1))
   if u.op is Ops.DEFINE_VAR: return u.arg[1], u.arg[2]
+  if u.op is Ops.BIND: return u.src[0].vmin_vmax
   if not (dtypes.is_int(d) or d == dtypes.bool): return full
   s = [x.vmin_vmax for x in u.src]
   def clamp(lo, hi): return (lo, hi) if full[0] <= lo and hi <= full[1] else full
