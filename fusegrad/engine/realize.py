@@ -24,30 +24,33 @@ def get_program(device: str, ast: UOp):
     prg = _programs[key] = dev.compile(spec)
   return prg
 
-def run_copy(si: ScheduleItem):
-  dst, src = si.bufs
-  dst.copyin(src.as_memoryview())
+# while a TinyJit captures, every launch is recorded here as (ScheduleItem, program or None for a copy)
+capturing: list | None = None
 
 def run_schedule(schedule: list[ScheduleItem]):
   for si in schedule:
-    if si.ast.src[0].op is Ops.COPY:
-      run_copy(si)
-      continue
-    out = si.bufs[0]
-    prg = get_program(si.device, si.ast)
-    mems = [b.ensure_allocated()._mem for b in si.bufs]
-    if out.size == 0: continue
-    st = time.perf_counter()
-    vals = dict(si.var_vals)
-    prg(mems, [vals[v] for v in prg.spec.vars])
-    Device[si.device].synchronize()
-    et = time.perf_counter() - st
-    spec = prg.spec
-    GlobalCounters.kernel_count += 1
-    GlobalCounters.global_ops += spec.flops
-    GlobalCounters.global_mem += spec.mem_bytes
-    GlobalCounters.time_sum_s += et
-    if DEBUG >= 2:
-      print(f"{colored('***', 'green')} {si.device:7s} {GlobalCounters.kernel_count:4d} {spec.name:32s} shape {str(spec.shape):20s} "
-            f"tm {et*1e3:9.3f}ms ({spec.flops/max(et,1e-9)*1e-9:9.2f} GFLOP/s {spec.mem_bytes/max(et,1e-9)*1e-9:8.2f} GB/s) "
-            f"mem {GlobalCounters.mem_used/1e9:.3f} GB")
+    prg = None if si.ast.src[0].op is Ops.COPY else get_program(si.device, si.ast)
+    if capturing is not None: capturing.append((si, prg))
+    launch(si, prg, si.bufs, dict(si.var_vals))
+
+def launch(si: ScheduleItem, prg, bufs, var_vals: dict):
+  """Run one kernel (or copy) on the given buffers; counts it in GlobalCounters and prints it at DEBUG>=2."""
+  if prg is None:
+    bufs[0].copyin(bufs[1].as_memoryview())
+    return
+  out = bufs[0]
+  mems = [b.ensure_allocated()._mem for b in bufs]
+  if out.size == 0: return
+  st = time.perf_counter()
+  prg(mems, [var_vals[v] for v in prg.spec.vars])
+  Device[si.device].synchronize()
+  et = time.perf_counter() - st
+  spec = prg.spec
+  GlobalCounters.kernel_count += 1
+  GlobalCounters.global_ops += spec.flops
+  GlobalCounters.global_mem += spec.mem_bytes
+  GlobalCounters.time_sum_s += et
+  if DEBUG >= 2:
+    print(f"{colored('***', 'green')} {si.device:7s} {GlobalCounters.kernel_count:4d} {spec.name:32s} shape {str(spec.shape):20s} "
+          f"tm {et*1e3:9.3f}ms ({spec.flops/max(et,1e-9)*1e-9:9.2f} GFLOP/s {spec.mem_bytes/max(et,1e-9)*1e-9:8.2f} GB/s) "
+          f"mem {GlobalCounters.mem_used/1e9:.3f} GB")
