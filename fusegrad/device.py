@@ -73,3 +73,22 @@ class Buffer:
     self.ensure_allocated()
     return Device[self.device].allocator.as_memoryview(self._mem, self.nbytes)
   def __repr__(self) -> str: return f"<Buffer {self.device} {self.size} {self.dtype}>"
+
+# ---------------- sub-buffer views (used by the DISK device: a tensor that is a byte range of a file)
+class BufferView(Buffer):
+  """`size` elements of `dtype` starting `offset` bytes into `base`: shares base's memory, never allocates its own.
+  The device's allocator must implement `offset(mem, byte_offset, nbytes)`, returning memory it accepts for copyin/as_memoryview."""
+  def __init__(self, base: Buffer, offset: int, size: int, dtype: DType):
+    while isinstance(base, BufferView): base, offset = base.base, base.offset + offset
+    if offset < 0 or size < 0 or offset + size * dtype.itemsize > base.nbytes:
+      raise ValueError(f"view of {size} x {dtype} at byte {offset} does not fit in {base} ({base.nbytes} bytes)")
+    self.base, self.offset = base, offset
+    super().__init__(base.device, size, dtype)
+  def ensure_allocated(self) -> Buffer:
+    if self._mem is None:
+      allocator = Device[self.device].allocator
+      if not hasattr(allocator, "offset"): raise NotImplementedError(f"device {self.device} does not support buffer views")
+      self._mem = allocator.offset(self.base.ensure_allocated()._mem, self.offset, self.nbytes)
+    return self
+  def __del__(self): pass  # the memory belongs to (and is counted for) the base buffer
+  def __repr__(self) -> str: return f"<BufferView {self.device} {self.size} {self.dtype} at byte {self.offset}>"

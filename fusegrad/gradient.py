@@ -2,7 +2,7 @@
 
 The gradient graph is ordinary lazy Tensor graph, so it fuses and schedules like any forward computation."""
 from __future__ import annotations
-import math
+import itertools, math
 from typing import Callable
 from fusegrad.uop.ops import Ops, UOp
 
@@ -46,6 +46,35 @@ def _max_grad(g, u: UOp):
   wa = (a > b).cast(g.dtype) + (a == b).cast(g.dtype) * 0.5
   return g * wa, g * (1 - wa)
 
+def _gather_grad(g, u: UOp):
+  # scatter-add: every output position sends its gradient to the source element it read
+  from fusegrad.tensor import Tensor
+  dim, x, index = u.arg, u.src[0], _T(u.src[1])
+  n = x.shape[dim]
+  hit = index.unsqueeze(-1) == Tensor.arange(n, device=index.device)          # (*index.shape, n)
+  contrib = (hit.cast(g.dtype) * g.unsqueeze(-1)).transpose(dim, -1)          # n moves to `dim`, index's dim to the end
+  out = contrib.sum(-1, dtype=g.dtype)                                          # (*index.shape with n at dim)
+  return (out.pad(tuple((0, xs - os) for xs, os in zip(x.shape, out.shape))), None)
+
+def _window_grad(g, u: UOp):
+  # each input element collects the gradient of every window position that read it: one shifted copy per offset k
+  k_, s_, d_ = u.arg
+  n, src_shape = len(k_), u.src[0].shape
+  lead, i_ = src_shape[:-n], src_shape[-n:]
+  o_ = u.shape[len(lead):len(lead) + n]
+  total = None
+  for ks in itertools.product(*[range(k) for k in k_]):
+    piece = g.shrink(tuple((0, x) for x in lead + o_) + tuple((k, k + 1) for k in ks)).reshape(lead + o_)
+    for j, (o, st) in enumerate(zip(o_, s_)):  # spread by the stride: o -> o*st
+      if st > 1:
+        ax = len(lead) + j
+        piece = piece.unsqueeze(ax + 1)
+        piece = piece.pad(tuple((0, st - 1) if a == ax + 1 else (0, 0) for a in range(piece.ndim))).flatten(ax, ax + 1)
+    pads = tuple((0, 0) for _ in lead) + tuple((k * d, i - k * d - p) for k, d, i, p in zip(ks, d_, i_, piece.shape[len(lead):]))
+    piece = piece.pad(pads)
+    total = piece if total is None else total + piece
+  return (total,)
+
 def _inv_permute(order): return tuple(sorted(range(len(order)), key=lambda i: order[i]))
 
 RULES: dict[Ops, Callable] = {
@@ -78,6 +107,8 @@ RULES: dict[Ops, Callable] = {
   Ops.SHRINK: lambda g, u: (g.pad(tuple((b, s - e) for (b, e), s in zip(u.arg, u.src[0].shape))),),
   Ops.FLIP: lambda g, u: (g.flip([i for i, f in enumerate(u.arg) if f]),),
   Ops.REDUCE_AXIS: _reduce_grad,
+  Ops.GATHER: _gather_grad,
+  Ops.WINDOW: _window_grad,
   Ops.CONTIGUOUS: lambda g, u: (g,),
   Ops.COPY: lambda g, u: (g.to(u.src[0].device), None),
 }

@@ -109,7 +109,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       arr = np.asarray(data)
       if arr.dtype == object: raise TypeError("Tensor() cannot take a numpy object array")
       src_dtype = to_dtype(arr.dtype.name)
-      arr = np.ascontiguousarray(arr)
+      arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes 0-d arrays 1-d
       self.uop = Tensor._from_bytes(arr.tobytes(), src_dtype, device, arr.shape)
       if dtype and dtype != src_dtype: self.uop = self.cast(dtype).uop
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
@@ -196,10 +196,16 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def realize_all(*tensors: Tensor) -> None:
     items, views = sched.create_schedule([t.uop for t in tensors])
     run_schedule(items)
+    grad_leaves = None
     for t in tensors:
       if t.uop in views:
         old = t.uop
         sched.realized[old] = views[old]
+        # keep the lazy graph while it still leads to a tensor that needs a gradient (so y.numpy(); y.backward() works);
+        # the realized map makes later kernels read the buffer instead of recomputing
+        if not t.requires_grad:
+          if grad_leaves is None: grad_leaves = {g.uop for r in list(_all_tensors.values()) if (g := r()) is not None and g.requires_grad}
+          if grad_leaves and any(u in grad_leaves for u in old.toposort(lambda u: u.op is Ops.DETACH)): continue
         t.uop = views[old]
   def realize(self, *lst: Tensor) -> Tensor:
     Tensor.realize_all(self, *lst)
@@ -538,9 +544,40 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     d = _norm_axis(dim, self.ndim)
     return self.split(max(1, math.ceil(self.shape[d] / chunks)), d)
 
+  def gather(self, dim: int, index: Tensor) -> Tensor:
+    """torch.gather: out[i][j][k] = self[index[i][j][k]][j][k] for dim=0 (and likewise for other dims).
+    index must be an integer tensor with self's ndim and index.shape[d] <= self.shape[d] for d != dim."""
+    if not isinstance(index, Tensor): index = Tensor(index, device=self.device)
+    d = _norm_axis(dim, self.ndim)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    if index.ndim != self.ndim or any(i > s for k, (i, s) in enumerate(zip(index.shape, self.shape)) if k != d):
+      raise ValueError(f"gather: index shape {index.shape} must have {self.ndim} dims and fit in {self.shape} outside dim {d}")
+    x = self.shrink(tuple((0, i) if k != d else None for k, i in enumerate(index.shape)))
+    return Tensor(UOp(Ops.GATHER, self.dtype, (x.uop, index.uop), d))
+  def _index_tensor(self, dim: int, idx: Tensor) -> Tensor:
+    """self indexed along `dim` by an integer tensor (numpy advanced indexing with one index array)."""
+    if not dtypes.is_int(idx.dtype): raise TypeError(f"index tensors must be integer (bool masks are not supported yet), got {idx.dtype}")
+    n = self.shape[dim]
+    idx = (idx < 0).where(idx + n, idx)
+    x = self.permute((dim,) + tuple(i for i in range(self.ndim) if i != dim))  # indexed dim first
+    rest = x.shape[1:]
+    k = idx.ndim
+    xe = x.reshape((n,) + (1,) * max(k - 1, 0) + rest).expand((n,) + idx.shape[1:] + rest) if k else x
+    ie = idx.reshape(idx.shape + (1,) * len(rest)).expand(idx.shape + rest) if k else idx.reshape((1,) * (1 + len(rest))).expand((1,) + rest)
+    out = xe.gather(0, ie) if k else xe.gather(0, ie).reshape(rest)
+    # numpy puts the index dims where the indexed dim was when it is the only advanced index
+    lead = tuple(range(k, k + dim))
+    return out.permute(lead + tuple(range(k)) + tuple(range(k + dim, out.ndim))) if dim and k else out
+
   def __getitem__(self, indices) -> Tensor:
     if not isinstance(indices, tuple): indices = (indices,)
-    if any(isinstance(i, (Tensor, list)) for i in indices): raise NotImplementedError("advanced indexing with tensors or lists is not supported yet")
+    adv = [i for i, x in enumerate(indices) if isinstance(x, (Tensor, list))]
+    if adv:
+      if len(adv) > 1 or any(not (x is Ellipsis or (isinstance(x, slice) and x == slice(None))) for i, x in enumerate(indices) if i != adv[0]):
+        raise NotImplementedError("advanced indexing is supported with one index tensor and otherwise only ':' and '...' so far")
+      idx = indices[adv[0]] if isinstance(indices[adv[0]], Tensor) else Tensor(indices[adv[0]], device=self.device, dtype=dtypes.int32)
+      dim = adv[0] if Ellipsis not in indices[:adv[0]] else self.ndim - (len(indices) - adv[0])
+      return self._index_tensor(_norm_axis(dim, self.ndim), idx)
     n_real = sum(1 for i in indices if i is not None and i is not Ellipsis)
     if sum(1 for i in indices if i is Ellipsis) > 1: raise IndexError("an index can only have a single ellipsis (...)")
     if n_real > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
@@ -860,6 +897,11 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     x = self.mul(weight) if weight.ndim == 1 else self.dot(weight)
     return x.add(bias) if bias is not None else x
+
+  def sequential(self, layers: list[Callable[[Tensor], Tensor]]) -> Tensor:
+    x = self
+    for f in layers: x = f(x)
+    return x
 
   # ---------------- nn functions used by the foundation
   def softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:

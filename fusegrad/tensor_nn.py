@@ -1,7 +1,402 @@
 """Neural-network functions on Tensor (conv, pooling, activations, losses, attention, ...).
 
-Kept out of tensor.py so the core stays readable; Tensor inherits NNMixin, so these are ordinary Tensor methods."""
+Kept out of tensor.py so the core stays readable; Tensor inherits NNMixin, so these are ordinary Tensor methods.
+Everything here is built from the core lazy ops (movement, elementwise, reduce), so it fuses like any other graph."""
 from __future__ import annotations
+import math, struct
+from typing import TYPE_CHECKING, Any, Sequence
+from fusegrad.helpers import flatten, prod
+
+if TYPE_CHECKING:
+  from fusegrad.tensor import Tensor
+
+def _T():
+  from fusegrad.tensor import Tensor
+  return Tensor
+
+def _tup(x: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
+  t = (x,) * n if isinstance(x, int) else tuple(x)
+  if len(t) != n: raise ValueError(f"{name} {x} needs {n} values (one per spatial dim)")
+  return t
+
+def _f32(x: float) -> float: return struct.unpack("f", struct.pack("f", x))[0]
+
+def _conv_pads(padding: Any, k_: tuple[int, ...], d_: tuple[int, ...], s_: tuple[int, ...] | None = None) -> list[tuple[int, int]]:
+  """padding as int, per-dim tuple (torch), flat 2*n tuple starting from the last dim (tinygrad), or 'same'/'valid'.
+  Returns one (before, after) pair per spatial dim, in dim order."""
+  n = len(k_)
+  if isinstance(padding, str):
+    if padding == "valid": return [(0, 0)] * n
+    if padding == "same":
+      if s_ is not None and any(s != 1 for s in s_): raise ValueError(f"padding='same' needs stride 1, got stride {s_}")
+      tot = [d * (k - 1) for k, d in zip(k_, d_)]
+      return [(t // 2, t - t // 2) for t in tot]  # the odd extra pixel goes after, as in torch
+    raise ValueError(f"padding string must be 'same' or 'valid', got {padding!r}")
+  if isinstance(padding, int): return [(padding, padding)] * n
+  p = tuple(padding)
+  if len(p) == n: return [(x, x) for x in p]
+  if len(p) == 2 * n: return [(p[2 * (n - 1 - i)], p[2 * (n - 1 - i) + 1]) for i in range(n)]
+  raise ValueError(f"padding {padding} needs 1, {n} or {2 * n} values for {n} spatial dims")
 
 class NNMixin:
-  pass
+  # ---------------------------------------------------------------- windows
+  def _pool(self: Any, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
+    """Sliding windows over the last len(k_) dims using movement ops only.
+    (..., *i) -> (..., *o, *k) where out[..., o, k] = in[..., o*stride + k*dilation]."""
+    n = len(k_)
+    if self.ndim < n: raise ValueError(f"pooling with a {n}-d window needs at least {n} dims, got shape {self.shape}")
+    s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
+    lead, i_ = self.shape[:-n], self.shape[-n:]
+    o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(i_, k_, s_, d_))
+    if any(o <= 0 for o in o_) or any(k <= 0 for k in k_) or any(s <= 0 for s in s_) or any(d <= 0 for d in d_):
+      raise ValueError(f"window {tuple(k_)} (stride {s_}, dilation {d_}) does not fit the input's spatial size {i_}")
+    nl = len(lead)
+    if True:  # a WINDOW view: pure index math, and its gradient is a sum of shifted copies
+      from fusegrad.uop.ops import UOp, Ops
+      return _T()(UOp(Ops.WINDOW, self.dtype, (self.uop,), (tuple(k_), s_, d_)))
+    if all(k <= s for k, s in zip(k_, s_)) and all(d == 1 for d in d_):
+      # windows do not overlap: crop/pad each dim to o*s, split into (o, s) and keep the first k of each s
+      x = self.pad(tuple(None for _ in lead) + tuple((0, o * s - i) for i, o, s in zip(i_, o_, s_)))
+      x = x.reshape(lead + tuple(flatten((o, s) for o, s in zip(o_, s_))))
+      x = x.shrink(tuple(None for _ in lead) + tuple(flatten(((0, o), (0, k)) for o, k in zip(o_, k_))))
+      return x.reshape(lead + tuple(flatten((o, k) for o, k in zip(o_, k_)))).permute(
+        *range(nl), *(nl + 2 * j for j in range(n)), *(nl + 2 * j + 1 for j in range(n)))
+    # overlapping windows: tile each dim e times, read the tiled sequence as rows of length r = c*i + d, so row j starts
+    # j*d later (mod i) than row j-1; taking every s-th element of a row then gives in[o*s + j*d]
+    r_ = tuple(max(1, -(-(o * s - d) // i)) * i + d for i, o, s, d in zip(i_, o_, s_, d_))
+    e_ = tuple(-(-(k * r) // i) for i, k, r in zip(i_, k_, r_))
+    x = self.reshape(lead + tuple(flatten((1, i) for i in i_))).expand(lead + tuple(flatten((e, i) for e, i in zip(e_, i_))))
+    x = x.reshape(lead + tuple(e * i for e, i in zip(e_, i_)))
+    x = x.shrink(tuple(None for _ in lead) + tuple((0, k * r) for k, r in zip(k_, r_)))
+    x = x.reshape(lead + tuple(flatten((k, r) for k, r in zip(k_, r_))))
+    x = x.shrink(tuple(None for _ in lead) + tuple(flatten(((0, k), (0, o * s)) for k, o, s in zip(k_, o_, s_))))
+    x = x.reshape(lead + tuple(flatten((k, o, s) for k, o, s in zip(k_, o_, s_))))
+    x = x.shrink(tuple(None for _ in lead) + tuple(flatten(((0, k), (0, o), (0, 1)) for k, o in zip(k_, o_))))
+    x = x.reshape(lead + tuple(flatten((k, o) for k, o in zip(k_, o_))))
+    return x.permute(*range(nl), *(nl + 2 * j + 1 for j in range(n)), *(nl + 2 * j for j in range(n)))
+
+  def _pool_pads(self: Any, k_, s_, d_, padding, ceil_mode: bool) -> tuple[list[tuple[int, int]], list[int]]:
+    """(regular (before, after) pads per dim, extra after-padding that ceil_mode adds)."""
+    n = len(k_)
+    pads = _conv_pads(padding, k_, d_)
+    extra = [0] * n
+    if ceil_mode:
+      for j, (i, k, s, d, (pb, pa)) in enumerate(zip(self.shape[-n:], k_, s_, d_, pads)):
+        span = i + pb + pa - d * (k - 1) - 1
+        o = -(-span // s) + 1
+        if (o - 1) * s >= i + pb: o -= 1  # the last window must start inside the input or the left padding
+        extra[j] = max(0, (o - 1) * s + d * (k - 1) + 1 - (i + pb + pa))
+    return pads, extra
+
+  def _pool_args(self: Any, kernel_size, stride, dilation):
+    k_ = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+    n = len(k_)
+    s_ = k_ if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tup(stride, n, "stride")
+    return k_, s_, _tup(dilation, n, "dilation")
+
+  def max_pool2d(self: Any, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, return_indices: bool = False):
+    """Max over sliding windows of the last len(kernel_size) dims (2 for an int). PyTorch semantics, incl. ceil_mode."""
+    from fusegrad.dtype import dtypes
+    Tensor = _T()
+    k_, s_, d_ = self._pool_args(kernel_size, stride, dilation)
+    n = len(k_)
+    pads, extra = self._pool_pads(k_, s_, d_, padding, ceil_mode)
+    allp = tuple(None for _ in self.shape[:-n]) + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
+    lo = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
+    win = self.pad(allp, value=lo)._pool(k_, s_, d_)
+    out = win.max(tuple(range(-n, 0)))
+    if not return_indices: return out
+    # flat index (into the unpadded spatial dims) of the first max in each window, as torch returns it
+    i_ = self.shape[-n:]
+    idx = Tensor.arange(prod(i_), device=self.device).reshape(i_).pad(tuple(p for p in allp if p is not None), value=-1)._pool(k_, s_, d_)
+    K = prod(k_)
+    wflat = win.reshape(win.shape[:-n] + (K,))
+    first = wflat.argmax(-1)
+    sel = first.unsqueeze(-1) == Tensor.arange(K, device=self.device)
+    ind = sel.where(idx.reshape(idx.shape[:-n] + (K,)), 0).sum(-1)
+    return out, ind.cast(dtypes.int64)
+
+  def avg_pool2d(self: Any, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of the last len(kernel_size) dims. PyTorch semantics for padding, ceil_mode, count_include_pad."""
+    Tensor = _T()
+    k_, s_, d_ = self._pool_args(kernel_size, stride, dilation)
+    n = len(k_)
+    pads, extra = self._pool_pads(k_, s_, d_, padding, ceil_mode)
+    lead = tuple(None for _ in self.shape[:-n])
+    x = self._float()
+    tot = x.pad(lead + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra)))._pool(k_, s_, d_).sum(tuple(range(-n, 0)))
+    if divisor_override is not None: return tot / divisor_override
+    if all(e == 0 for e in extra) and (count_include_pad or all(p == (0, 0) for p in pads)): return tot / prod(k_)
+    # per-window divisor: count the window's cells that lie in the input (or in the regular padding if count_include_pad)
+    ones = Tensor.ones(self.shape[-n:], device=self.device, dtype=x.dtype)
+    if count_include_pad: ones = ones.pad(tuple(pads), value=1.0).pad(tuple((0, e) for e in extra))
+    else: ones = ones.pad(tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra)))
+    return tot / ones._pool(k_, s_, d_).sum(tuple(range(-n, 0)))
+
+  def _adaptive(self: Any, output_size, is_max: bool) -> Tensor:
+    Tensor = _T()
+    from fusegrad.dtype import dtypes
+    o_ = (output_size,) * 2 if isinstance(output_size, int) else tuple(output_size)
+    n = len(o_)
+    i_ = self.shape[-n:]
+    o_ = tuple(i if o is None else o for o, i in zip(o_, i_))
+    if all(i % o == 0 for i, o in zip(i_, o_)):
+      k_ = tuple(i // o for i, o in zip(i_, o_))
+      return self.max_pool2d(k_, k_) if is_max else self.avg_pool2d(k_, k_)
+    # general sizes: window o covers [floor(o*i/O), ceil((o+1)*i/O)); apply one dim at a time with a window mask
+    x = self if is_max else self._float()
+    for j in range(n):
+      a, i, o = x.ndim - n + j, i_[j], o_[j]
+      rows = [[(oo * i) // o <= ii < -(-((oo + 1) * i) // o) for ii in range(i)] for oo in range(o)]
+      mask = Tensor(rows, device=self.device).reshape((o, i) + (1,) * (n - j - 1))
+      xe = x.unsqueeze(a)
+      if is_max: x = mask.where(xe, -math.inf if dtypes.is_float(x.dtype) else dtypes.min(x.dtype)).max(a + 1)
+      else: x = mask.where(xe, 0.0).sum(a + 1) / Tensor([sum(r) for r in rows], device=self.device, dtype=x.dtype).reshape((o,) + (1,) * (n - j - 1))
+    return x
+
+  def adaptive_avg_pool2d(self: Any, output_size) -> Tensor: return self._adaptive(output_size, False)
+  def adaptive_max_pool2d(self: Any, output_size) -> Tensor: return self._adaptive(output_size, True)
+
+  def interpolate(self: Any, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None) -> Tensor:
+    """Resize the last len(size) dims. mode: 'nearest', 'nearest-exact', 'linear' (also 'bilinear'/'trilinear').
+    Index math follows PyTorch (float32 scales, half-pixel centres unless align_corners)."""
+    Tensor = _T()
+    if mode in ("bilinear", "trilinear"): mode = "linear"
+    if mode not in ("nearest", "nearest-exact", "linear"): raise NotImplementedError(f"interpolate mode {mode!r} is not supported (use nearest, nearest-exact, linear)")
+    if align_corners and mode != "linear": raise ValueError("align_corners only applies to linear interpolation")
+    if size is None:
+      if scale_factor is None: raise ValueError("interpolate needs size or scale_factor")
+      nsp = self.ndim - 2 if isinstance(scale_factor, (int, float)) else len(scale_factor)
+      sf = (scale_factor,) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+      size = tuple(int(math.floor(i * f)) for i, f in zip(self.shape[-nsp:], sf))
+    size = (size,) * max(self.ndim - 2, 1) if isinstance(size, int) else tuple(size)
+    n = len(size)
+    x = self._float() if mode == "linear" else self
+    for j in range(n):
+      a, i, o = self.ndim - n + j, self.shape[self.ndim - n + j], size[j]
+      if i == o: continue
+      trail = (1,) * (n - j - 1)
+      if mode.startswith("nearest"):
+        scale = _f32(_f32(float(i)) / _f32(float(o)))
+        off = 0.5 if mode == "nearest-exact" else 0.0
+        src = [min(int(math.floor(_f32((oo + off) * scale))), i - 1) for oo in range(o)]
+        mask = Tensor([[s == ii for ii in range(i)] for s in src], device=self.device).reshape((o, i) + trail)
+        x = mask.where(x.unsqueeze(a), 0).sum(a + 1).cast(x.dtype)
+        continue
+      w = [[0.0] * i for _ in range(o)]
+      scale = (_f32((i - 1) / (o - 1)) if o > 1 else 0.0) if align_corners else _f32(_f32(float(i)) / _f32(float(o)))
+      for oo in range(o):
+        src = _f32(scale * oo) if align_corners else max(_f32(_f32(scale * (oo + 0.5)) - 0.5), 0.0)
+        i0 = min(int(src), i - 1)
+        i1 = i0 + (1 if i0 < i - 1 else 0)
+        l1 = _f32(src - i0)
+        w[oo][i0] += _f32(1.0 - l1); w[oo][i1] += l1
+      x = (x.unsqueeze(a) * Tensor(w, device=self.device, dtype=x.dtype).reshape((o, i) + trail)).sum(a + 1)
+    return x
+
+  # ---------------------------------------------------------------- convolution
+  def conv2d(self: Any, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
+    """N-d convolution (cross-correlation, as torch): input (N, Cin, *spatial), weight (Cout, Cin/groups, *kernel).
+    padding: int, per-dim tuple, 'same'/'valid', or a flat (left, right, top, bottom, ...) tuple as tinygrad."""
+    unbatched = self.ndim == weight.ndim - 1
+    x = self.unsqueeze(0) if unbatched else self
+    if x.ndim != weight.ndim or x.ndim < 3:
+      raise ValueError(f"conv: input shape {self.shape} and weight shape {weight.shape} need matching ranks (N, C, *spatial) and (Cout, Cin/groups, *kernel)")
+    (bs, cin_all), (cout, cin), k_ = x.shape[:2], weight.shape[:2], weight.shape[2:]
+    n = len(k_)
+    if groups <= 0 or cin * groups != cin_all or cout % groups:
+      raise ValueError(f"conv: input shape {self.shape} with {cin_all} channels does not match weight shape {weight.shape} with groups={groups} (needs Cin = {cin}*{groups} and Cout divisible by groups)")
+    s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
+    pads = _conv_pads(padding, k_, d_, s_)
+    x = x.pad(((0, 0), (0, 0), *pads))._pool(k_, s_, d_)  # (bs, cin_all, *o, *k)
+    o_ = x.shape[2:2 + n]
+    rcout = cout // groups
+    x = x.reshape(bs, groups, cin, 1, *o_, *k_).permute(0, 1, 3, *range(4, 4 + n), 2, *range(4 + n, 4 + 2 * n))  # (bs, g, 1, *o, cin, *k)
+    w = weight.reshape(1, groups, rcout, *(1,) * n, cin, *k_)
+    out = (x * w).sum(tuple(range(-1 - n, 0)), dtype=dtype).reshape(bs, cout, *o_)
+    if bias is not None: out = out + bias.reshape(1, cout, *(1,) * n)
+    return out.squeeze(0) if unbatched else out
+
+  def conv1d(self: Any, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
+    return self.conv2d(weight, bias, groups, stride, dilation, padding, dtype)
+  def conv3d(self: Any, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
+    return self.conv2d(weight, bias, groups, stride, dilation, padding, dtype)
+
+  def conv_transpose2d(self: Any, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, output_padding=0) -> Tensor:
+    """N-d transposed convolution: input (N, Cin, *spatial), weight (Cin, Cout/groups, *kernel), PyTorch semantics."""
+    unbatched = self.ndim == weight.ndim - 1
+    x = self.unsqueeze(0) if unbatched else self
+    if x.ndim != weight.ndim or x.ndim < 3: raise ValueError(f"conv_transpose: input shape {self.shape} and weight shape {weight.shape} need matching ranks")
+    cin_all, rcout, k_ = weight.shape[0], weight.shape[1], weight.shape[2:]
+    n = len(k_)
+    if x.shape[1] != cin_all or cin_all % groups: raise ValueError(f"conv_transpose: input shape {self.shape} does not match weight shape {weight.shape} with groups={groups}")
+    s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
+    p_, op_ = _tup(padding, n, "padding"), _tup(output_padding, n, "output_padding")
+    # insert s-1 zeros between input pixels
+    if any(s > 1 for s in s_):
+      lead, i_ = x.shape[:2], x.shape[2:]
+      x = x.reshape(*lead, *flatten((i, 1) for i in i_)).pad(((0, 0), (0, 0), *flatten(((0, 0), (0, s - 1)) for s in s_)))
+      x = x.reshape(*lead, *(i * s for i, s in zip(i_, s_))).shrink(((0, lead[0]), (0, lead[1]), *((0, (i - 1) * s + 1) for i, s in zip(i_, s_))))
+    # then a plain conv with the flipped kernel, in/out channels swapped per group
+    w = weight.reshape(groups, cin_all // groups, rcout, *k_).transpose(1, 2).reshape(groups * rcout, cin_all // groups, *k_).flip(*range(2, 2 + n))
+    pads = [(d * (k - 1) - p, d * (k - 1) - p + op) for k, d, p, op in zip(k_, d_, p_, op_)]
+    flat = tuple(flatten(pads[::-1]))
+    out = x.conv2d(w, bias, groups=groups, dilation=d_, padding=flat)
+    return out.squeeze(0) if unbatched else out
+
+  # ---------------------------------------------------------------- activations
+  def gelu(self: Any, approximate: str = "tanh") -> Tensor:
+    """GELU; tanh approximation by default (as tinygrad), approximate='none' for the exact erf form (torch's default)."""
+    x = self._float()
+    if approximate == "none": return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())
+    return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
+  def quick_gelu(self: Any) -> Tensor: return self * (self * 1.702).sigmoid()
+  def silu(self: Any) -> Tensor: return self * self.sigmoid()
+  def swish(self: Any) -> Tensor: return self.silu()
+  def leaky_relu(self: Any, neg_slope: float = 0.01) -> Tensor: return (self < 0).where(self * neg_slope, self)
+  def elu(self: Any, alpha: float = 1.0) -> Tensor:
+    x = self._float()
+    return (x > 0).where(x, alpha * x.minimum(0).expm1())
+  def celu(self: Any, alpha: float = 1.0) -> Tensor:
+    x = self._float()
+    return x.maximum(0) + (alpha * (x.minimum(0) / alpha).expm1())
+  def selu(self: Any, alpha: float = 1.6732632423543772, gamma: float = 1.0507009873554805) -> Tensor:
+    return gamma * self.elu(alpha)
+  def softplus(self: Any, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    x = self._float()
+    bx = x * beta
+    soft = (bx.maximum(0) + (-bx.abs()).exp().log1p()) * (1 / beta)
+    return (bx > threshold).where(x, soft)
+  def softsign(self: Any) -> Tensor: return self / (1 + self.abs())
+  def relu6(self: Any) -> Tensor: return self.relu().minimum(6)
+  def hardswish(self: Any) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
+  def hardsigmoid(self: Any, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor: return (alpha * self + beta).relu().minimum(1)
+  def hardtanh(self: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor: return self.clip(min_val, max_val)
+  def mish(self: Any) -> Tensor: return self * self.softplus().tanh()
+  def logsigmoid(self: Any) -> Tensor: return -(-self).softplus()
+  def sinh(self: Any) -> Tensor: return (self.exp() - (-self).exp()) / 2
+  def cosh(self: Any) -> Tensor: return (self.exp() + (-self).exp()) / 2
+  def softmin(self: Any, axis: int = -1) -> Tensor: return (-self).softmax(axis)
+  def glu(self: Any, dim: int = -1) -> Tensor:
+    a, b = self.chunk(2, dim)
+    return a * b.sigmoid()
+
+  # ---------------------------------------------------------------- regularisation / normalisation
+  def dropout(self: Any, p: float = 0.5) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1/(1-p); identity unless Tensor.training."""
+    Tensor = _T()
+    if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    if not Tensor.training or p == 0: return self
+    if p == 1: return self * 0
+    keep = Tensor.rand(*self.shape, device=self.device) >= p
+    return keep.where(self * (1 / (1 - p)), 0).cast(self.dtype)
+
+  def layernorm(self: Any, axis=-1, eps: float = 1e-5) -> Tensor:
+    """Normalise to zero mean and unit (biased) variance over axis (int or tuple); no affine."""
+    x = self._float()
+    y = x - x.mean(axis, keepdim=True)
+    return y * (y * y).mean(axis, keepdim=True).add(eps).rsqrt()
+
+  def batchnorm(self: Any, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor, axis=1) -> Tensor:
+    """(x - mean) * invstd * weight + bias, with the 1-d parameters laid along axis (int or tuple of axes)."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % self.ndim for a in axes)
+    shape = tuple(s if i in axes else 1 for i, s in enumerate(self.shape))
+    x = self - mean.reshape(shape)
+    if weight is not None: x = x * weight.reshape(shape)
+    x = x * (invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
+    return x + bias.reshape(shape) if bias is not None else x
+
+  def rms_norm(self: Any, axis=-1, eps: float = 1e-6) -> Tensor:
+    x = self._float()
+    return x * (x * x).mean(axis, keepdim=True).add(eps).rsqrt()
+
+  def one_hot(self: Any, num_classes: int = -1) -> Tensor:
+    """(..., ) integer classes -> (..., num_classes) of 0/1 (int32; torch gives int64)."""
+    Tensor = _T()
+    from fusegrad.dtype import dtypes
+    if num_classes == -1: num_classes = int(self.max().item()) + 1
+    return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).cast(dtypes.int32)
+
+  # ---------------------------------------------------------------- losses
+  @staticmethod
+  def _reduce_loss(loss: Tensor, reduction: str, denom: Tensor | None = None) -> Tensor:
+    if reduction == "none": return loss
+    if reduction == "sum": return loss.sum()
+    if reduction == "mean": return loss.sum() / denom if denom is not None else loss.mean()
+    raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+  def _class_mask(self: Any, Y: Tensor, axis: int) -> Tensor:
+    """Boolean mask shaped like self: True where the index along axis equals Y (Y has self's shape without axis)."""
+    Tensor = _T()
+    C = self.shape[axis]
+    return Y.unsqueeze(axis) == Tensor.arange(C, device=self.device).reshape((C,) + (1,) * (self.ndim - axis - 1))
+
+  def nll_loss(self: Any, Y: Tensor, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood: self is log-probabilities (N, C, ...) or (C,), Y class indices (N, ...) or ()."""
+    axis = 1 if self.ndim >= 2 else 0
+    return self._nll(Y, axis, weight, ignore_index, reduction, 0.0)
+
+  def _nll(self: Any, Y: Tensor, axis: int, weight, ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
+    C = self.shape[axis]
+    if Y.shape != self.shape[:axis] + self.shape[axis + 1:]: raise ValueError(f"class-index target shape {Y.shape} does not match input shape {self.shape} without its class dim {axis}")
+    valid = Y != ignore_index
+    wshape = (C,) + (1,) * (self.ndim - axis - 1)
+    wt = weight.reshape(wshape) if weight is not None else None
+    logp = self if wt is None else self * wt
+    picked = -self._class_mask(Y, axis).where(logp, 0).sum(axis)  # -w[y] * logp[y] (0 where ignored)
+    if weight is not None: wy = self._class_mask(Y, axis).where(wt.expand(self.shape), 0).sum(axis)
+    else: wy = valid.cast(self.dtype)
+    loss = picked
+    if label_smoothing:
+      smooth = -logp.sum(axis) / C
+      loss = (1 - label_smoothing) * picked + label_smoothing * valid.where(smooth, 0)
+    return NNMixin._reduce_loss(loss, reduction, wy.sum())
+
+  def cross_entropy(self: Any, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0, weight: Tensor | None = None, ignore_index: int = -100) -> Tensor:
+    """torch.nn.functional.cross_entropy on logits self (N, C, ...) or (C,): Y is class indices or class probabilities."""
+    axis = 1 if self.ndim >= 2 else 0
+    logp = self.log_softmax(axis)
+    if Y.shape != self.shape: return logp._nll(Y, axis, weight, ignore_index, reduction, label_smoothing)
+    C = self.shape[axis]
+    Y = Y._float()
+    if label_smoothing: Y = Y * (1 - label_smoothing) + label_smoothing / C
+    if weight is not None: logp = logp * weight.reshape((C,) + (1,) * (self.ndim - axis - 1))
+    loss = -(logp * Y).sum(axis)
+    return NNMixin._reduce_loss(loss, reduction)
+
+  def sparse_categorical_crossentropy(self: Any, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
+    """Cross entropy with logits self (..., C) (classes last, as tinygrad) and integer targets Y (...)."""
+    return self.log_softmax(-1)._nll(Y, self.ndim - 1, None, ignore_index, reduction, label_smoothing)
+
+  def binary_crossentropy(self: Any, Y: Tensor, reduction: str = "mean") -> Tensor:
+    """BCE on probabilities self; the logs are clamped at -100 as in torch."""
+    x = self._float()
+    return NNMixin._reduce_loss(-(Y * x.log().maximum(-100) + (1 - Y) * (1 - x).log().maximum(-100)), reduction)
+
+  def binary_crossentropy_logits(self: Any, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """BCE on logits, computed stably: (1-y)*x + (1+(pw-1)*y) * (log1p(exp(-|x|)) + max(-x, 0))."""
+    x = self._float()
+    sp = (-x.abs()).exp().log1p() + (-x).maximum(0)  # softplus(-x) = -log(sigmoid(x))
+    lw = 1 if pos_weight is None else 1 + (pos_weight - 1) * Y
+    return NNMixin._reduce_loss((1 - Y) * x + lw * sp, reduction)
+
+  def mse_loss(self: Any, Y: Tensor, reduction: str = "mean") -> Tensor: return NNMixin._reduce_loss((self - Y).square(), reduction)
+  def l1_loss(self: Any, Y: Tensor, reduction: str = "mean") -> Tensor: return NNMixin._reduce_loss((self - Y).abs(), reduction)
+
+  # ---------------------------------------------------------------- attention
+  def scaled_dot_product_attention(self: Any, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                   is_causal: bool = False, scale: float | None = None) -> Tensor:
+    """softmax(q @ k^T * scale + mask) @ v with self as the query (..., L, E). attn_mask: bool (True = attend) or additive float."""
+    Tensor = _T()
+    from fusegrad.dtype import dtypes
+    if is_causal and attn_mask is not None: raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal, not both")
+    L, S = self.shape[-2], key.shape[-2]
+    q = self._float()
+    scores = (q @ key.transpose(-1, -2)) * (scale if scale is not None else 1 / math.sqrt(self.shape[-1]))
+    if is_causal: attn_mask = Tensor.arange(L, device=self.device).reshape(L, 1) >= Tensor.arange(S, device=self.device).reshape(1, S)
+    if attn_mask is not None:
+      scores = attn_mask.where(scores, -math.inf) if attn_mask.dtype == dtypes.bool else scores + attn_mask
+    p = scores.softmax(-1)
+    if dropout_p: p = p.dropout(dropout_p)
+    return p @ value

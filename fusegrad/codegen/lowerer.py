@@ -65,6 +65,11 @@ class Lowerer:
     if u.op is Ops.EXPAND: return [self.c(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, src_shape, u.shape)], None
     if u.op is Ops.SHRINK: return [i + self.c(b) if b else i for i, (b, _) in zip(idx, arg)], None
     if u.op is Ops.FLIP: return [self.c(s - 1) - i if f else i for i, s, f in zip(idx, src_shape, arg)], None
+    if u.op is Ops.WINDOW:
+      k_, s_, d_ = arg
+      n = len(k_)
+      lead, o_idx, k_idx = idx[:len(idx) - 2 * n], idx[len(idx) - 2 * n:len(idx) - n], idx[len(idx) - n:]
+      return lead + [o * self.c(st) + k * self.c(d) for o, k, st, d in zip(o_idx, k_idx, s_, d_)], None
     if u.op is Ops.PAD:
       valid, out = None, []
       for i, s, (b, a) in zip(idx, src_shape, arg):
@@ -118,6 +123,13 @@ class Lowerer:
         return inner
       return UOp(Ops.REDUCE, u.dtype, (inner, *rngs), op)
     if u.op in (Ops.CONTIGUOUS, Ops.DETACH): return self.lower(u.src[0], idx, valid)
+    if u.op is Ops.GATHER:
+      # a data-dependent index: read it, then index the source with it (out-of-range reads give 0)
+      dim, n = u.arg, u.src[0].shape[u.arg]
+      at = self.lower(u.src[1], idx, valid).cast(self.idt)
+      inside = (at >= self.c(0)) & (at < self.c(n))
+      new_idx = tuple(at if i == dim else x for i, x in enumerate(idx))
+      return inside.where(self.lower(u.src[0], new_idx, inside if valid is None else valid & inside), UOp.const(u.dtype, 0))
     if u.op in GroupOp.Elementwise:
       return u.replace(src=tuple(self.lower(s, idx, valid) for s in u.src))
     raise NotImplementedError(f"cannot lower {u.op} inside a kernel")

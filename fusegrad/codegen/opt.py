@@ -59,9 +59,12 @@ def _split_lanes(sink: UOp, reduces: list[UOp]) -> UOp:
   for r in reduces:
     k = r.src[-1]
     size = k.src[0].arg
+    # measured: lanes pay off for long contiguous reduces; short or gated ones (conv windows) run faster as they are
+    lanes = LANES
     if size % LANES or size < 2 * LANES or not _contiguous_in(r.src[0], k): continue
-    ko, lane, lane_red = _new_range(k, size // LANES), _new_range(k, LANES), _new_range(k, LANES)
-    body = r.src[0].substitute({k: ko * UOp.const(k.dtype, LANES) + lane_red})
-    partial = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:-1], ko, lane_red), (r.arg, lane))
+    ko, lane, lane_red = _new_range(k, size // lanes), _new_range(k, lanes), _new_range(k, lanes)
+    body = r.src[0].substitute({k: (ko * UOp.const(k.dtype, lanes) + lane_red) if size > lanes else lane_red})
+    if size == lanes: ko = None
+    partial = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:-1], *([ko] if ko is not None else []), lane_red), (r.arg, lane))
     mapping[r] = UOp(Ops.REDUCE, r.dtype, (partial, lane), r.arg)
   return sink.substitute(mapping) if mapping else sink

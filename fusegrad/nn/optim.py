@@ -19,9 +19,9 @@ class Optimizer:
     for p in self.params: p.grad = None
   def step(self) -> None: Tensor.realize_all(*self.schedule_step())
   def schedule_step(self) -> list[Tensor]:
-    """Assign the new values (lazily) and return every tensor that must be realized for the step."""
-    for p in self.params:
-      if p.grad is None: raise RuntimeError(f"parameter of shape {p.shape} has no gradient: call backward() before step()")
+    """Assign the new values (lazily) and return every tensor that must be realized for the step.
+    Parameters without a gradient are left alone, as torch does."""
+    if all(p.grad is None for p in self.params): raise RuntimeError("no parameter has a gradient: call backward() before step()")
     return self._step() + self.params + self.buffers
   def _step(self) -> list[Tensor]: raise NotImplementedError
   def _zeros(self) -> list[Tensor]: return [Tensor.zeros(p.shape, dtype=p.dtype, device=p.device).contiguous().realize() for p in self.params]
@@ -36,6 +36,7 @@ class SGD(Optimizer):
     self.buffers = list(self.b)
   def _step(self) -> list[Tensor]:
     for i, p in enumerate(self.params):
+      if p.grad is None: continue
       g = p.grad.detach().cast(p.dtype)
       if self.wd: g = g + self.wd * p.detach()
       if self.momentum:
@@ -57,6 +58,7 @@ class LAMB(Optimizer):
     self.b1_t.assign(self.b1_t * self.b1)
     self.b2_t.assign(self.b2_t * self.b2)
     for i, p in enumerate(self.params):
+      if p.grad is None: continue
       g = p.grad.detach().float()
       w = p.detach().float()
       if self.wd and not self.decoupled: g = g + self.wd * w  # torch Adam's L2 penalty

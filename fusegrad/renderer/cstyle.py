@@ -37,7 +37,7 @@ def render_const(v, d: DType) -> str:
 
 def _fn(name: str, d: DType) -> str: return name + ("f" if d != dtypes.float64 else "")
 
-def render_alu(op: Ops, d: DType, s: list[str], srcd: DType) -> str:
+def render_alu(op: Ops, d: DType, s: list[str], srcd: DType, const_divisor=None) -> str:
   isf = dtypes.is_float(srcd)
   if op in GroupOp.Unary:
     a = s[0]
@@ -48,6 +48,8 @@ def render_alu(op: Ops, d: DType, s: list[str], srcd: DType) -> str:
              Ops.SQRT: "sqrt", Ops.TRUNC: "trunc", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.RINT: "rint", Ops.TANH: "tanh", Ops.ERF: "erf"}
     return f"{_fn(names[op], d)}({a})" if isf else a
   a, b = s[0], s[1] if len(s) > 1 else ""
+  if op in (Ops.IDIV, Ops.MOD) and not isf and const_divisor is not None and const_divisor > 0:
+    return f"({a}{'/' if op is Ops.IDIV else '%'}{b})"  # a positive constant divisor needs no guard
   if op is Ops.IDIV: return f"({b}==0?0:({b}==-1?-{a}:{a}/{b}))" if not dtypes.is_unsigned(srcd) else f"({b}==0?0:{a}/{b})"
   if op is Ops.MOD:
     if isf: return f"{_fn('fmod', d)}({a},{b})"
@@ -124,7 +126,9 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
         if len(u.src) == 3: expr = f"({r(u.src[2])}?{expr}:{render_const(0, u.dtype)})"
       elif u.op is Ops.CAST: expr = render_cast(r(u.src[0]), u.src[0].dtype, u.dtype)
       elif u.op is Ops.BITCAST: expr = f"BITCAST({ctype(u.dtype)}, {ctype(u.src[0].dtype)}, {r(u.src[0])})"
-      elif u.op in GroupOp.ALU: expr = render_alu(u.op, u.dtype, [r(s) for s in u.src], u.src[-1].dtype if u.op is Ops.WHERE else u.src[0].dtype)
+      elif u.op in GroupOp.ALU:
+        cdiv = u.src[1].arg if u.op in (Ops.IDIV, Ops.MOD) and u.src[1].op is Ops.CONST else None
+        expr = render_alu(u.op, u.dtype, [r(s) for s in u.src], u.src[-1].dtype if u.op is Ops.WHERE else u.src[0].dtype, cdiv)
       else: raise NotImplementedError(f"C renderer has no rule for {u.op}")
       names[u] = f"v{counter}"; counter += 1
       emit(f"{ctype(u.dtype)} {names[u]} = {expr};")

@@ -27,6 +27,16 @@ def cast(v, src, dst):
     return truncate(dst, int(v))
   return truncate(dst, v)
 
+def from_word(v, dtype):
+  if dtype == dtypes.bfloat16: return bf16_to_float(v)
+  if dtype == dtypes.float16: return struct.unpack("e", struct.pack("H", v))[0]
+  return v
+
+def to_word(v, dtype):
+  if dtype == dtypes.bfloat16: return float_to_bf16(v)
+  if dtype == dtypes.float16: return struct.unpack("H", struct.pack("e", v))[0]
+  return v
+
 def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
   """Interpret the linear program. mems: memoryviews cast to each buffer's format, in DEFINE_GLOBAL order."""
   slot = {u: i for i, u in enumerate(uops)}
@@ -62,11 +72,10 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
     elif op is Ops.LOAD:
       if len(u.src) == 3 and not get(u.src[2]): vals[pc] = truncate(u.dtype, 0)
       else:
-        v = get(u.src[0])[get(u.src[1])]
-        vals[pc] = bf16_to_float(v) if u.dtype == dtypes.bfloat16 else v
+        vals[pc] = from_word(get(u.src[0])[get(u.src[1])], u.dtype)
     elif op is Ops.STORE:
       v = get(u.src[2])
-      get(u.src[0])[get(u.src[1])] = float_to_bf16(v) if u.src[2].dtype == dtypes.bfloat16 else v
+      get(u.src[0])[get(u.src[1])] = to_word(v, u.src[2].dtype)
     elif op is Ops.DEFINE_ACC:
       vals[pc] = [get(u.src[0])] * u.arg.src[-1].src[0].arg if isinstance(u.arg.arg, tuple) else get(u.src[0])
     elif op is Ops.ACC_UPDATE:

@@ -5,7 +5,7 @@ from fusegrad.helpers import cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import render_c
 
-CFLAGS = ["-shared", "-O2", "-fPIC", "-march=native", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-std=gnu11"]
+CFLAGS = ["-shared", "-O3", "-fPIC", "-march=native", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-std=gnu11"]
 
 def find_compiler() -> str:
   from fusegrad.device import Device

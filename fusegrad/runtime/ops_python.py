@@ -17,7 +17,8 @@ class PythonProgram:
     for u in self.spec.uops:
       if u.op is Ops.DEFINE_GLOBAL:
         d = u.dtype.base
-        views[u.arg] = memoryview(mems[u.arg]).cast("H" if d == dtypes.bfloat16 else d.fmt)
+        # memoryview has no half or bfloat16 format: both are read as raw 16-bit words and converted per element
+        views[u.arg] = memoryview(mems[u.arg]).cast("H" if d in (dtypes.bfloat16, dtypes.float16) else d.fmt)
     run_python(self.spec.uops, views, var_vals)
 
 class PythonDevice:

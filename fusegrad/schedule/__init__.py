@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools, weakref
 from dataclasses import dataclass
 from fusegrad.device import Buffer
+from fusegrad.runtime.ops_disk import disk_view
 from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 
@@ -21,10 +22,11 @@ def new_buffer_uop(device: str, size: int, dtype, buf: Buffer | None = None) -> 
 
 def buffer_view(u: UOp) -> UOp | None:
   """The BUFFER behind u if u is only a reshape of a whole buffer (its value needs no kernel)."""
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  u = realized.get(u, u)
-  while u.op is Ops.RESHAPE: u = u.src[0]
-  return u if u.op is Ops.BUFFER else None
+  while True:
+    if u in realized: u = realized[u]
+    elif u.op is Ops.RESHAPE: u = u.src[0]
+    else: break
+  return u if u.op is Ops.BUFFER else disk_view(u)
 
 @dataclass(frozen=True)
 class ScheduleItem:
@@ -51,6 +53,34 @@ def _cost(u: UOp, stop, memo: dict) -> int:
     stack.extend(x.src)
   return total
 
+def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
+  """Which nodes get their own buffer. Walking users before sources, count how many times each node would be
+  evaluated if fused (`uses`: paths from a kernel root) and whether it is read through a broadcast. A reduce
+  evaluated more than once, or read through an expand, would redo its whole loop each time: it gets a buffer."""
+  materialize: dict[UOp, None] = dict.fromkeys(targets)
+  materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY)))
+  users: dict[UOp, list[UOp]] = {}
+  for u in order:
+    for s in u.src: users.setdefault(s, []).append(u)
+  uses: dict[UOp, int] = {}
+  expanded: dict[UOp, bool] = {}
+  cost_memo: dict = {}
+  for u in reversed(order):
+    if u.op is Ops.SINK: continue
+    ps = users.get(u, [])
+    uses[u] = sum(1 if p in materialize else uses.get(p, 1) for p in ps) or 1
+    expanded[u] = any(p not in materialize and (expanded.get(p, False) or _expands(p)) for p in ps)
+    if u.op is Ops.REDUCE_AXIS and (uses[u] > 1 or expanded[u]): materialize[u] = None
+    elif any(p not in materialize and _expands(p) for p in ps) and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) \
+         and _cost(u, materialize, cost_memo) > EXPAND_COST_LIMIT:
+      # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
+      materialize[u] = None
+    elif u in materialize: pass
+    if u in materialize: uses[u], expanded[u] = 1, False
+  return materialize
+
+def _expands(u: UOp) -> bool: return u.op in (Ops.EXPAND, Ops.WINDOW) and u.size > u.src[0].size
+
 def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
   """Returns the kernels to run, in order, and for each target the buffer view that will hold it."""
   originals = [t for t in dict.fromkeys(targets) if buffer_view(t) is None]
@@ -63,34 +93,7 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
     sink = sink.substitute({u: realized[u] for u in order if u in realized})
     order = sink.toposort(lambda u: u.op is Ops.BUFFER)
   targets = list(sink.src)
-  parents: dict[UOp, int] = {}
-  for u in order:
-    for s in dict.fromkeys(u.src): parents[s] = parents.get(s, 0) + 1
-  materialize: dict[UOp, None] = dict.fromkeys(t for t in targets)
-  materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY) or
-                                   (u.op is Ops.REDUCE_AXIS and parents.get(u, 0) > 1)))
-  # a reduce read through an expand would be recomputed for every expanded element: give it a buffer
-  work, seen, cost_memo = list(materialize), set(), {}
-  while work:
-    root = work.pop()
-    stack = [(s, False) for s in root.src]
-    while stack:
-      u, expanded = stack.pop()
-      if (u, expanded) in seen or u.op is Ops.BUFFER: continue
-      seen.add((u, expanded))
-      if u in materialize: continue
-      if u.op is Ops.REDUCE_AXIS and expanded:
-        materialize[u] = None
-        work.append(u)
-        continue
-      if u.op is Ops.EXPAND and u.size > u.src[0].size and _cost(u.src[0].base, materialize, cost_memo) > EXPAND_COST_LIMIT \
-         and u.src[0].base.op not in (Ops.BUFFER, Ops.CONST):
-        # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
-        materialize[u.src[0].base] = None
-        work.append(u.src[0].base)
-        continue
-      exp = expanded or (u.op is Ops.EXPAND and u.size > u.src[0].size)
-      stack.extend((s, exp) for s in u.src)
+  materialize = decide_buffers(order, targets)
   # build one kernel per materialized node, children first
   out_view: dict[UOp, UOp] = {}
   items: list[ScheduleItem] = []
@@ -115,8 +118,10 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
       if x is not u and (x in out_view or x.op is Ops.BUFFER): r = kernel_input(x)
       elif x.op is Ops.CONST: r = UOp(Ops.CONST, x.dtype, (), x.arg)
       elif x.op is Ops.BIND:  # the kernel sees only the variable; its value is passed at launch, so no recompile
-        r = x.src[0]
-        if var_vals.setdefault(r, x.src[1].arg) != x.src[1].arg: raise ValueError(f"variable {r.arg[0]} bound to two values in one kernel")
+        r, n = x.src[0], 0
+        while var_vals.setdefault(r, x.src[1].arg) != x.src[1].arg:  # a second binding in one kernel gets its own name
+          n += 1
+          r = x.src[0].replace(arg=(f"{x.src[0].arg[0]}_{n}",) + x.src[0].arg[1:])
       elif x.op is Ops.COPY: r = build(x.src[0])
       else: r = x.replace(src=tuple(build(s) for s in x.src if s.op is not Ops.DEVICE))
       index[x] = r

@@ -8,7 +8,7 @@ from fusegrad.helpers import prod
 
 class Ops(Enum):
   # tensor level: where data lives and how it is viewed
-  DEVICE = auto(); BUFFER = auto(); CONST = auto(); IOTA = auto(); COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); ASSIGN = auto(); BIND = auto()
+  DEVICE = auto(); BUFFER = auto(); CONST = auto(); IOTA = auto(); COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); ASSIGN = auto(); BIND = auto(); GATHER = auto(); WINDOW = auto()
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()
   REDUCE_AXIS = auto(); SINK = auto()
   # values
@@ -34,7 +34,7 @@ class GroupOp:
   Elementwise = ALU | {Ops.CAST, Ops.BITCAST}
   Comparison = {Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ}
   Commutative = {Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR}
-  Movement = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP}
+  Movement = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP, Ops.WINDOW}
   Float = {Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.RECIP, Ops.TANH, Ops.ERF, Ops.FDIV, Ops.POW}
 
 def _arg_key(arg: Any) -> Any:
@@ -121,8 +121,13 @@ class UOp(metaclass=UOpMeta):
     if op is Ops.PERMUTE: return tuple(src[0].shape[i] for i in arg)
     if op is Ops.PAD: return tuple(s + b + a for s, (b, a) in zip(src[0].shape, arg))
     if op is Ops.SHRINK: return tuple(e - b for b, e in arg)
+    if op is Ops.WINDOW:  # (..., *i) -> (..., *o, *k): sliding windows of size k, stride s, dilation d over the last dims
+      k_, s_, d_ = arg
+      n, sh = len(k_), src[0].shape
+      return sh[:-n] + tuple((i - d * (k - 1) - 1) // st + 1 for i, k, st, d in zip(sh[-n:], k_, s_, d_)) + tuple(k_)
     if op is Ops.REDUCE_AXIS: return tuple(1 if i in arg[1] else s for i, s in enumerate(src[0].shape))
     if op is Ops.WHERE: return src[1].shape
+    if op is Ops.GATHER: return src[1].shape
     if op in (Ops.SINK, Ops.DEVICE): return ()
     return src[0].shape
   @property

@@ -38,29 +38,27 @@ def _sum(dtype, terms: list[tuple[UOp | None, int]]) -> UOp:
   return out + UOp.const(dtype, const) if const else out
 
 def div_mod_fold(x: UOp, c: UOp, mod: bool) -> UOp | None:
-  """(a*k*c + b) // c -> a*k + b//c, and the matching % rule, when every term is non-negative."""
+  """x // c and x % c for non-negative x = sum(k_i * t_i) + const: split every coefficient k = q*c + r; the q parts go
+  to the quotient, and when the remainders sum to a value in [0, c) they are exactly x % c."""
   d = c.arg
   if d <= 0 or x.vmin < 0: return None
   if d == 1: return UOp.const(x.dtype, 0) if mod else x
   if x.vmax < d: return x if mod else UOp.const(x.dtype, 0)
   terms = _terms(x)
-  if any(n is not None and (n.vmin < 0 or k < 0) for n, k in terms) or any(n is None and k < 0 for n, k in terms): return None
-  quot = [(n, k // d) for n, k in terms if k % d == 0]
-  rest = [(n, k) for n, k in terms if k % d != 0]
-  # constants: split into a multiple of d and a remainder
-  const = sum(k for n, k in rest if n is None)
-  rest = [(n, k) for n, k in rest if n is not None] + ([(None, const % d)] if const % d else [])
-  if const // d: quot.append((None, const // d))
-  g = math.gcd(d, *[k for _, k in rest]) if rest else d
-  if not quot and g == 1: return None
+  if any(k < 0 or (n is not None and n.vmin < 0) for n, k in terms): return None
+  quot = [(n, k // d) for n, k in terms if k // d]
+  rest = [(n, k % d) for n, k in terms if k % d]
   r = _sum(x.dtype, rest)
-  if rest and g > 1 and r.vmax >= d:
+  if 0 <= r.vmin and r.vmax < d: return r if mod else _sum(x.dtype, quot)
+  g = math.gcd(d, *[k for _, k in rest]) if rest else d
+  if g > 1:
     # every remaining term is a multiple of g: (g*r')//(g*d') = r'//d'
-    r2 = _sum(x.dtype, [(n, k // g) for n, k in rest])
-    q_rest, m_rest = r2 // UOp.const(x.dtype, d // g), (r2 % UOp.const(x.dtype, d // g)) * UOp.const(x.dtype, g)
-  else: q_rest, m_rest = r // c, r % c
-  if mod: return m_rest if quot or g > 1 else None
-  return _sum(x.dtype, quot) + q_rest if quot else (q_rest if g > 1 else None)
+    r2, d2 = _sum(x.dtype, [(n, k // g) for n, k in rest]), UOp.const(x.dtype, d // g)
+    q_rest, m_rest = r2 // d2, (r2 % d2) * UOp.const(x.dtype, g)
+  elif quot: q_rest, m_rest = r // c, r % c
+  else: return None
+  if mod: return m_rest
+  return _sum(x.dtype, quot) + q_rest if quot else q_rest
 
 def _c(u: UOp, v) -> UOp: return UOp.const(u.dtype, v)
 
