@@ -4,6 +4,7 @@ The gradient graph is ordinary lazy Tensor graph, so it fuses and schedules like
 from __future__ import annotations
 import itertools, math
 from typing import Callable
+from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import Ops, UOp
 
 def _T(u: UOp):
@@ -99,7 +100,11 @@ RULES: dict[Ops, Callable] = {
   Ops.MAX: _max_grad,
   Ops.POW: _pow_grad,
   Ops.WHERE: lambda g, u: (None, _T(u.src[0]).where(g, 0), _T(u.src[0]).where(0, g)),
-  Ops.CAST: lambda g, u: (g.cast(u.src[0].dtype),),
+  Ops.SIGMOID: lambda g, u: (g * _T(u) * (1 - _T(u)),),
+  Ops.CAST: lambda g, u: (g.cast(u.src[0].dtype) if dtypes.is_float(u.src[0].dtype) else None,),
+  # comparisons and bit ops are piecewise constant: no gradient flows through them
+  **{op: (lambda g, u: (None,) * len(u.src)) for op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
+                                                        Ops.IDIV, Ops.MOD, Ops.BITCAST, Ops.IOTA)},
   Ops.RESHAPE: lambda g, u: (g.reshape(u.src[0].shape),),
   Ops.PERMUTE: lambda g, u: (g.permute(_inv_permute(u.arg)),),
   Ops.EXPAND: lambda g, u: (_unbroadcast_expand(g, u.src[0]),),

@@ -113,11 +113,16 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       self.uop = Tensor._from_bytes(arr.tobytes(), src_dtype, device, arr.shape)
       if dtype and dtype != src_dtype: self.uop = self.cast(dtype).uop
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
-    if requires_grad and sched.buffer_view(self.uop) is None and not isinstance(data, UOp): self.realize()
+    # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient
+    if requires_grad and sched.buffer_view(self.uop) is None: self.contiguous_leaf_()
 
   # ---------------- autograd
   def requires_grad_(self, requires_grad: bool = True) -> Tensor:
     self.requires_grad = requires_grad
+    if requires_grad and sched.buffer_view(self.uop) is None: self.contiguous_leaf_()
+    return self
+  def contiguous_leaf_(self) -> Tensor:
+    self.uop = self.contiguous().realize().uop
     return self
   def is_param_(self) -> Tensor: return self.requires_grad_(True)
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
@@ -215,11 +220,13 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return sched.buffers[sched.buffer_view(self.uop)]
   def _flat_values(self) -> list:
     mv = self._buffer().as_memoryview()
+    # memoryview has no bfloat16 format, and half ('e') only from Python 3.12: convert 16-bit words here
     if self.dtype == dtypes.bfloat16: return [bf16_to_float(v) for v in mv.cast("H")]
+    if self.dtype == dtypes.float16: return list(struct.unpack(f"{self.numel()}e", mv))
     return mv.cast(self.dtype.fmt).tolist()
   def data(self) -> memoryview:
     mv = self._buffer().as_memoryview()
-    if self.dtype == dtypes.bfloat16: raise TypeError("memoryview has no bfloat16 format; use .float().data() or .numpy()")
+    if self.dtype in (dtypes.bfloat16, dtypes.float16): raise TypeError(f"memoryview has no {self.dtype} format here; use .float().data() or .numpy()")
     return mv.cast(self.dtype.fmt, self.shape) if self.numel() and self.shape else mv.cast(self.dtype.fmt)
   def tolist(self) -> Any:
     vals = self._flat_values()
@@ -243,14 +250,14 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def to(self, device: str | None) -> Tensor:
     device = canonicalize(device)
     if device == self.device: return self
-    return Tensor(UOp(Ops.COPY, self.dtype, (self.contiguous().uop, UOp(Ops.DEVICE, arg=device))), requires_grad=self.requires_grad)
+    return Tensor(UOp(Ops.COPY, self.dtype, (self.contiguous().uop, UOp(Ops.DEVICE, arg=device))))
   def to_(self, device: str | None) -> Tensor:
     self.uop = self.to(device).uop
     return self
   def clone(self) -> Tensor: return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
   def contiguous(self) -> Tensor:
     if sched.buffer_view(self.uop) is not None: return self
-    return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)), requires_grad=self.requires_grad)
+    return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
   def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)) if self.uop.op is not Ops.DETACH else self.uop)
 
   # ---------------- creation
@@ -381,7 +388,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
 
   # ---------------- building blocks
   def _mop(self, op: Ops, arg: Any) -> Tensor:
-    return Tensor(UOp(op, self.dtype, (self.uop,), arg), requires_grad=self.requires_grad)
+    return Tensor(UOp(op, self.dtype, (self.uop,), arg))
   def _alu(self, op: Ops, *others: Tensor) -> Tensor:
     dt = dtypes.bool if op in GroupOp.Comparison else (others[0].dtype if op is Ops.WHERE else self.dtype)
     return Tensor(UOp(op, dt, (self.uop,) + tuple(o.uop for o in others)))
@@ -620,7 +627,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   # ---------------- casting
   def cast(self, dtype: DType | str) -> Tensor:
     dtype = to_dtype(dtype)
-    return self if self.dtype == dtype else Tensor(UOp(Ops.CAST, dtype, (self.uop,)), requires_grad=self.requires_grad if dtypes.is_float(dtype) else None)
+    return self if self.dtype == dtype else Tensor(UOp(Ops.CAST, dtype, (self.uop,)))
   def bitcast(self, dtype: DType | str) -> Tensor:
     dtype = to_dtype(dtype)
     if dtype.itemsize != self.dtype.itemsize: raise ValueError(f"bitcast from {self.dtype} to {dtype} needs equal itemsizes ({self.dtype.itemsize} vs {dtype.itemsize})")
@@ -666,9 +673,9 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def square(self) -> Tensor: return self * self
   def sign(self) -> Tensor:
     if self.dtype == dtypes.bool: return self
-    return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype) + (self * 0 if dtypes.is_float(self.dtype) else 0)
+    return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)  # sign(nan) is 0, as in torch
   def relu(self) -> Tensor: return ((self < 0) | (self == 0)).where(0, self)
-  def sigmoid(self) -> Tensor: return (1 + (-self._float()).exp()).reciprocal()
+  def sigmoid(self) -> Tensor: return self._unary(Ops.SIGMOID)
   def logical_not(self) -> Tensor: return self.ne(True) if self.dtype == dtypes.bool else self == 0
   def isnan(self) -> Tensor: return self != self
   def isinf(self) -> Tensor: return self.abs() == math.inf if dtypes.is_float(self.dtype) else self.full_like(False, dtype=dtypes.bool)
@@ -726,8 +733,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def minimum(self, x) -> Tensor:
     a, b = self._broadcasted(x)
     if a.dtype == dtypes.bool: return a._alu(Ops.AND, b)
-    # -max(-a, -b) fails for unsigned and int min; select instead (NaN propagates as in torch)
-    return ((a < b) | (a != a)).where(a, b)
+    # floats: -max(-a, -b) keeps NaN propagation and splits the gradient of ties as torch does;
+    # ints select instead (negation overflows at the minimum value and wraps for unsigned)
+    if dtypes.is_float(a.dtype): return -((-a)._alu(Ops.MAX, -b))
+    return (a < b).where(a, b)
   def where(self, x, y) -> Tensor:
     cond = self if self.dtype == dtypes.bool else self.ne(0)
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
@@ -889,9 +898,9 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     m, n = x.shape[-2], w.shape[-1]
     xb = x.reshape(x.shape[:-1] + (1, k1))._broadcast_to(batch + (m, n, k1))
     wb = w.transpose(-1, -2).reshape(w.shape[:-2] + (1, n, k1))._broadcast_to(batch + (m, n, k1))
-    out = (xb * wb).sum(-1, dtype=dt if dtypes.is_float(dt) else None)
+    out = (xb * wb).sum(-1, dtype=dt)  # like torch, integer matmul keeps its dtype (and wraps)
     if -1 in squeeze: out = out.squeeze(-1)
-    if -2 in squeeze: out = out.squeeze(-2) if out.ndim >= 1 and (out.ndim < 2 or -1 in squeeze or True) else out
+    if -2 in squeeze: out = out.squeeze(-1 if -1 in squeeze else -2)
     return out
   def matmul(self, x: Tensor, reverse: bool = False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
   def linear(self, weight: Tensor, bias: Tensor | None = None) -> Tensor:

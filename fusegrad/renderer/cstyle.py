@@ -28,12 +28,13 @@ def render_const(v, d: DType) -> str:
   if dtypes.is_int(d):
     if v == dtypes.min(d) and not dtypes.is_unsigned(d): return f"(({ctype(d)})({v + 1}ll - 1))"
     suffix = {dtypes.int64: "ll", dtypes.uint64: "ull", dtypes.uint32: "u"}.get(d, "")
-    return f"(({ctype(d)}){v}{suffix})" if not suffix else f"{v}{suffix}"
+    return f"(({ctype(d)}){v}{suffix})" if not suffix else f"({v}{suffix})"
   if d == dtypes.bfloat16: return f"((unsigned short){float_to_bf16(v)})"
   if math.isnan(v): s = "NAN"
   elif math.isinf(v): s = "INFINITY" if v > 0 else "(-INFINITY)"
   else: s = float.hex(float(v)) + ("f" if d != dtypes.float64 else "")
-  return f"(({ctype(d)}){s})" if d == dtypes.float16 else s
+  if d == dtypes.float16: return f"(({ctype(d)}){s})"
+  return f"({s})" if s.startswith("-") else s  # so `a - -1.5` does not render as `a--1.5`
 
 def _fn(name: str, d: DType) -> str: return name + ("f" if d != dtypes.float64 else "")
 
@@ -43,6 +44,7 @@ def render_alu(op: Ops, d: DType, s: list[str], srcd: DType, const_divisor=None)
     a = s[0]
     if op is Ops.NEG: return f"(-{a})"
     if op is Ops.RECIP: return f"(1/{a})"
+    if op is Ops.SIGMOID: return f"(1/(1+{_fn('exp', d)}(-{a})))"
     if op is Ops.ABS: return f"{_fn('fabs', d)}({a})" if isf else f"({a}<0?-{a}:{a})"
     names = {Ops.EXP: "exp", Ops.LOG: "log", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan",
              Ops.SQRT: "sqrt", Ops.TRUNC: "trunc", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.RINT: "rint", Ops.TANH: "tanh", Ops.ERF: "erf"}

@@ -32,7 +32,8 @@ class CPUProgram:
     self.fn = getattr(self.lib, spec.name)
     self.fn.restype = None
   def __call__(self, mems: list, var_vals: list[int]):
-    args = [ctypes.c_void_p(m[1]) for m in mems] + [ctypes.c_int(v) for v in var_vals]
+    # only the buffers the kernel still reads or writes are parameters (lowering can drop an input, e.g. a zero-size one)
+    args = [ctypes.c_void_p(mems[i][1]) for i, _ in self.spec.globals] + [ctypes.c_int(v) for v in var_vals]
     n = cpu_count() if self.spec.parallel and self.spec.flops >= PARALLEL_MIN_FLOPS else 1
     if n == 1: return self.fn(*args, 0, 1)
     # ctypes releases the GIL during the call, so pool threads run the slices truly in parallel

@@ -54,29 +54,35 @@ def _cost(u: UOp, stop, memo: dict) -> int:
   return total
 
 def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
-  """Which nodes get their own buffer. Walking users before sources, count how many times each node would be
-  evaluated if fused (`uses`: paths from a kernel root) and whether it is read through a broadcast. A reduce
-  evaluated more than once, or read through an expand, would redo its whole loop each time: it gets a buffer."""
+  """Which nodes get their own buffer. Walking users before sources, track the distinct index contexts each node
+  would be evaluated in if fused (a kernel root, or a movement op's view of a context; elementwise users share
+  their context, so x*x reads x once) and whether it is read through a broadcast. A reduce evaluated in more than
+  one context, or through an expand, would redo its whole loop each time: it gets a buffer."""
   materialize: dict[UOp, None] = dict.fromkeys(targets)
   materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY)))
   users: dict[UOp, list[UOp]] = {}
   for u in order:
     for s in u.src: users.setdefault(s, []).append(u)
-  uses: dict[UOp, int] = {}
+  ctx: dict[UOp, frozenset] = {}
   expanded: dict[UOp, bool] = {}
   cost_memo: dict = {}
   for u in reversed(order):
     if u.op is Ops.SINK: continue
     ps = users.get(u, [])
-    uses[u] = sum(1 if p in materialize else uses.get(p, 1) for p in ps) or 1
+    seen: set = set()
+    for p in ps:
+      if p in materialize: seen.add(p)
+      elif p.op in GroupOp.Movement or p.op is Ops.GATHER: seen.update((p, t) for t in ctx.get(p, ()))
+      else: seen.update(ctx.get(p, ()))
+      if len(seen) > 1: break  # only "one or more than one" matters
+    ctx[u] = frozenset(list(seen)[:2]) or frozenset([u])
     expanded[u] = any(p not in materialize and (expanded.get(p, False) or _expands(p)) for p in ps)
-    if u.op is Ops.REDUCE_AXIS and (uses[u] > 1 or expanded[u]): materialize[u] = None
+    if u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u]): materialize[u] = None
     elif any(p not in materialize and _expands(p) for p in ps) and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) \
          and _cost(u, materialize, cost_memo) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
       materialize[u] = None
-    elif u in materialize: pass
-    if u in materialize: uses[u], expanded[u] = 1, False
+    if u in materialize: ctx[u], expanded[u] = frozenset([u]), False
   return materialize
 
 def _expands(u: UOp) -> bool: return u.op in (Ops.EXPAND, Ops.WINDOW) and u.size > u.src[0].size
@@ -99,43 +105,41 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
   items: list[ScheduleItem] = []
   for u in order:
     if u not in materialize or u.op is Ops.SINK: continue
-    if (bv := buffer_view(u)) is not None:  # a target that is already a whole buffer
+    if buffer_view(u) is not None:  # a target that is already a whole buffer
       out_view[u] = u
       continue
-    device = u.device
-    out = new_buffer_uop(device, u.size, u.dtype)
-    bufs = [buffers[out]]
-    var_vals: dict[UOp, int] = {}
-    index: dict[UOp, UOp] = {}
-    def kernel_input(x: UOp) -> UOp:
-      b = out_view[x].base if x in out_view else x
-      buf = buffers[b]
-      if buf not in bufs: bufs.append(buf)
-      g = UOp(Ops.DEFINE_GLOBAL, buf.dtype.ptr(buf.size), (), bufs.index(buf))
-      return UOp(Ops.RESHAPE, g.dtype.base, (g,), x.shape) if x.shape != g.shape else g
-    def build(x: UOp) -> UOp:
-      if x in index: return index[x]
-      if x is not u and (x in out_view or x.op is Ops.BUFFER): r = kernel_input(x)
-      elif x.op is Ops.CONST: r = UOp(Ops.CONST, x.dtype, (), x.arg)
-      elif x.op is Ops.BIND:  # the kernel sees only the variable; its value is passed at launch, so no recompile
-        r, n = x.src[0], 0
-        while var_vals.setdefault(r, x.src[1].arg) != x.src[1].arg:  # a second binding in one kernel gets its own name
-          n += 1
-          r = x.src[0].replace(arg=(f"{x.src[0].arg[0]}_{n}",) + x.src[0].arg[1:])
-      elif x.op is Ops.COPY: r = build(x.src[0])
-      else: r = x.replace(src=tuple(build(s) for s in x.src if s.op is not Ops.DEVICE))
-      index[x] = r
-      return r
-    if u.op is Ops.COPY:
-      src = u.src[0]
-      if (bv := buffer_view(src)) is not None and src.device != device:
-        items.append(ScheduleItem(UOp(Ops.SINK, dtypes.void, (UOp(Ops.COPY, u.dtype, (), (src.device, device)),)),
-                                  (buffers[out], buffers[bv]), device))
-        out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
-        continue
-    value = build(u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u)
-    g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)
-    ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (g0, value)),))
-    items.append(ScheduleItem(ast, tuple(bufs), device, tuple(var_vals.items())))
+    out = new_buffer_uop(u.device, u.size, u.dtype)
+    items.append(_kernel(u, out, out_view))
     out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
   return items, {o: out_view[t] for o, t in zip(originals, targets)}
+
+def _kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> ScheduleItem:
+  """The kernel computing u into `out`: materialized sources become DEFINE_GLOBAL loads, bound variables become
+  DEFINE_VARs whose values travel with the item."""
+  if u.op is Ops.COPY:
+    src = u.src[0]
+    bv = out_view[src].base if src in out_view else buffer_view(src)
+    if bv is not None and src.device != u.device:
+      return ScheduleItem(UOp(Ops.SINK, dtypes.void, (UOp(Ops.COPY, u.dtype, (), (src.device, u.device)),)), (buffers[out], buffers[bv]), u.device)
+  bufs = [buffers[out]]
+  var_vals: dict[UOp, int] = {}
+  index: dict[UOp, UOp] = {}
+  for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: x is not u and (x in out_view or x.op is Ops.BUFFER)):
+    if x is not u and (x in out_view or x.op is Ops.BUFFER):
+      buf = buffers[out_view[x].base if x in out_view else x]
+      if buf not in bufs: bufs.append(buf)
+      g = UOp(Ops.DEFINE_GLOBAL, buf.dtype.ptr(buf.size), (), bufs.index(buf))
+      r = UOp(Ops.RESHAPE, g.dtype.base, (g,), x.shape) if x.shape != g.shape else g
+    elif x.op is Ops.CONST: r = UOp(Ops.CONST, x.dtype, (), x.arg)
+    elif x.op is Ops.BIND:  # the kernel sees only the variable; its value is passed at launch, so no recompile
+      r, n = x.src[0], 0
+      while var_vals.setdefault(r, x.src[1].arg) != x.src[1].arg:  # a second binding in one kernel gets its own name
+        n += 1
+        r = x.src[0].replace(arg=(f"{x.src[0].arg[0]}_{n}",) + x.src[0].arg[1:])
+    elif x.op is Ops.COPY: r = index[x.src[0]]
+    elif x.op is Ops.DEVICE: continue
+    else: r = x.replace(src=tuple(index[s] for s in x.src if s.op is not Ops.DEVICE))
+    index[x] = r
+  value = index[u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u]
+  g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)
+  return ScheduleItem(UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (g0, value)),)), tuple(bufs), u.device, tuple(var_vals.items()))

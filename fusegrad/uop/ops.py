@@ -14,7 +14,7 @@ class Ops(Enum):
   # values
   CAST = auto(); BITCAST = auto()
   EXP = auto(); LOG = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); COS = auto(); TAN = auto(); SQRT = auto(); RECIP = auto()
-  NEG = auto(); ABS = auto(); TRUNC = auto(); FLOOR = auto(); CEIL = auto(); RINT = auto(); TANH = auto(); ERF = auto()
+  NEG = auto(); ABS = auto(); TRUNC = auto(); FLOOR = auto(); CEIL = auto(); RINT = auto(); TANH = auto(); ERF = auto(); SIGMOID = auto()
   ADD = auto(); SUB = auto(); MUL = auto(); FDIV = auto(); IDIV = auto(); MOD = auto(); MAX = auto(); POW = auto()
   CMPLT = auto(); CMPNE = auto(); CMPEQ = auto(); AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()
   WHERE = auto()
@@ -26,7 +26,7 @@ class Ops(Enum):
 
 class GroupOp:
   Unary = {Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.RECIP, Ops.NEG, Ops.ABS, Ops.TRUNC,
-           Ops.FLOOR, Ops.CEIL, Ops.RINT, Ops.TANH, Ops.ERF}
+           Ops.FLOOR, Ops.CEIL, Ops.RINT, Ops.TANH, Ops.ERF, Ops.SIGMOID}
   Binary = {Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.POW, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ,
             Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}
   Ternary = {Ops.WHERE}
@@ -35,7 +35,7 @@ class GroupOp:
   Comparison = {Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ}
   Commutative = {Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR}
   Movement = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP, Ops.WINDOW}
-  Float = {Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.RECIP, Ops.TANH, Ops.ERF, Ops.FDIV, Ops.POW}
+  Float = {Ops.SIGMOID, Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.RECIP, Ops.TANH, Ops.ERF, Ops.FDIV, Ops.POW}
 
 def _arg_key(arg: Any) -> Any:
   # 1, 1.0 and True hash alike, and so do 0.0 and -0.0: key on the type and exact bits so distinct constants stay distinct
@@ -259,7 +259,7 @@ def _shr(a, b): return a >> b
 PYTHON_ALU: dict[Ops, Callable] = {
   Ops.EXP: _safe(math.exp), Ops.LOG: _safe(math.log), Ops.EXP2: _safe(_exp2), Ops.LOG2: _safe(math.log2), Ops.SIN: _safe(math.sin),
   Ops.COS: _safe(math.cos), Ops.TAN: _safe(math.tan), Ops.SQRT: _safe(math.sqrt), Ops.RECIP: _recip, Ops.NEG: lambda x: -x,
-  Ops.ABS: abs, Ops.TRUNC: _trunc, Ops.FLOOR: _floor, Ops.CEIL: _ceil, Ops.RINT: _rint, Ops.TANH: math.tanh, Ops.ERF: math.erf,
+  Ops.ABS: abs, Ops.TRUNC: _trunc, Ops.FLOOR: _floor, Ops.CEIL: _ceil, Ops.RINT: _rint, Ops.TANH: math.tanh, Ops.ERF: math.erf, Ops.SIGMOID: lambda x: 1.0 / (1.0 + _safe(math.exp)(-x)),
   Ops.ADD: lambda a, b: a + b, Ops.SUB: lambda a, b: a - b, Ops.MUL: lambda a, b: a * b, Ops.FDIV: _fdiv, Ops.IDIV: _idiv,
   Ops.MOD: _mod, Ops.MAX: _max, Ops.POW: _safe(_pow), Ops.CMPLT: lambda a, b: a < b, Ops.CMPNE: lambda a, b: a != b,
   Ops.CMPEQ: lambda a, b: a == b, Ops.AND: lambda a, b: a & b, Ops.OR: lambda a, b: a | b, Ops.XOR: lambda a, b: a ^ b,
