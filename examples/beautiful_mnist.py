@@ -17,9 +17,9 @@ except ImportError:
 class Model:
   def __init__(self):
     self.layers = [
-      nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm(32), Tensor.relu, Tensor.max_pool2d,   # 32 x 14 x 14
-      nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm(64), Tensor.relu, Tensor.max_pool2d,  # 64 x 7 x 7
-      lambda x: x.flatten(1), nn.Linear(64 * 7 * 7, 10)]
+      nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm(16), Tensor.relu, Tensor.max_pool2d,   # 16 x 14 x 14
+      nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm(32), Tensor.relu, Tensor.max_pool2d,  # 32 x 7 x 7
+      lambda x: x.flatten(1), nn.Linear(32 * 7 * 7, 10)]
   def __call__(self, x: Tensor) -> Tensor: return x.sequential(self.layers)
 
 def main():

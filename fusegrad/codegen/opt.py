@@ -25,6 +25,10 @@ def _contiguous_in(body: UOp, r: UOp) -> bool:
     if u.op is Ops.LOAD and any(n is r and c == 1 for n, c in _terms(u.src[1])): return True
   return False
 
+def _lanes(size: int) -> int:
+  """Accumulator lanes for a contiguous reduce of `size`: the whole loop when short, else a divisor up to LANES."""
+  return size if size <= 2 * LANES else _largest_divisor(size, LANES)
+
 def _largest_divisor(n: int, cap: int) -> int: return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
 
 def optimize(sink: UOp) -> UOp:
@@ -33,7 +37,8 @@ def optimize(sink: UOp) -> UOp:
   if not reduces or any(r.src[0].op is Ops.REDUCE or any(x.op is Ops.REDUCE for x in r.src[0].toposort()) for r in reduces): return sink
   out_ranges = sorted({u for u in sink.toposort() if u.op is Ops.RANGE} - {r for u in reduces for r in u.src[1:]}, key=lambda r: r.arg)
   j = out_ranges[-1] if out_ranges else None
-  if j is not None and all(j in r.src[0].toposort() for r in reduces) and any(_contiguous_in(r.src[0], j) for r in reduces):
+  if j is not None and all(j in r.src[0].toposort() for r in reduces) and any(_contiguous_in(r.src[0], j) for r in reduces) and \
+     (j.src[0].arg >= 8 or not any(_contiguous_in(r.src[0], r.src[-1]) and r.src[-1].src[0].arg >= 8 for r in reduces)):
     return _vector_output(sink, j, reduces)
   return _split_lanes(sink, reduces)
 
@@ -59,9 +64,8 @@ def _split_lanes(sink: UOp, reduces: list[UOp]) -> UOp:
   for r in reduces:
     k = r.src[-1]
     size = k.src[0].arg
-    # measured: lanes pay off for long contiguous reduces; short or gated ones (conv windows) run faster as they are
-    lanes = LANES
-    if size % LANES or size < 2 * LANES or not _contiguous_in(r.src[0], k): continue
+    lanes = _lanes(size)
+    if lanes < 8 or not _contiguous_in(r.src[0], k): continue
     ko, lane, lane_red = _new_range(k, size // lanes), _new_range(k, lanes), _new_range(k, lanes)
     body = r.src[0].substitute({k: (ko * UOp.const(k.dtype, lanes) + lane_red) if size > lanes else lane_red})
     if size == lanes: ko = None

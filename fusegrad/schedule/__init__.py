@@ -78,8 +78,9 @@ def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
     ctx[u] = frozenset(list(seen)[:2]) or frozenset([u])
     expanded[u] = any(p not in materialize and (expanded.get(p, False) or _expands(p)) for p in ps)
     if u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u]): materialize[u] = None
-    elif any(p not in materialize and _expands(p) for p in ps) and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) \
-         and _cost(u, materialize, cost_memo) > EXPAND_COST_LIMIT:
+    # a padded input read through sliding windows (a padded conv) is copied once, so the conv's loads need no bounds checks
+    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW for p in ps): materialize[u] = None
+    elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize, cost_memo) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
       materialize[u] = None
     if u in materialize: ctx[u], expanded[u] = frozenset([u]), False
