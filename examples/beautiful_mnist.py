@@ -22,14 +22,14 @@ class Model:
       lambda x: x.flatten(1), nn.Linear(32 * 7 * 7, 10)]
   def __call__(self, x: Tensor) -> Tensor: return x.sequential(self.layers)
 
-def main():
+def main(argv: list[str] | None = None) -> float:
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--data", help="directory of MNIST-format IDX files (default: Fashion-MNIST from the Debian package)")
   p.add_argument("--steps", type=int, default=1500)
   p.add_argument("--batch", type=int, default=256)
   p.add_argument("--lr", type=float, default=3e-3)
   p.add_argument("--seed", type=int, default=42)
-  args = p.parse_args()
+  args = p.parse_args(argv)
 
   X_train, Y_train, X_test, Y_test = mnist(args.data) if args.data else fashion_mnist()
   # normalise once; images stay on the device and batches are gathered there
