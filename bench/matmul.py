@@ -1,41 +1,25 @@
-"""fp32 matmul: fusegrad vs NumPy GFLOP/s, measured in the same run.
+"""fp32 matmul: fusegrad vs NumPy GFLOP/s, measured in the same run (fusegrad: kernel time from GlobalCounters.time_sum_s).
 
-usage: python bench/matmul.py [sizes...]   (default 256 512 1024)"""
-import sys, time
+usage: python bench/matmul.py [sizes...]   (default 512 1024 2048)"""
+import sys
+import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
+from common import Row, fg_times, best_wall, check_close, run_standalone
 import numpy as np
-from fusegrad import Tensor, GlobalCounters
+from fusegrad import Tensor
 
-def best_of(fn, reps: int) -> float:
-  times = []
-  for _ in range(reps):
-    times.append(fn())
-  return min(times)
-
-def fusegrad_time(a: np.ndarray, b: np.ndarray) -> float:
-  (Tensor(a) @ Tensor(b)).realize()  # compile once
+def rows(sizes=(512, 1024, 2048)) -> list[Row]:
   out = []
-  for _ in range(5):
-    ta, tb = Tensor(a).realize(), Tensor(b).realize()
-    GlobalCounters.reset()
-    (ta @ tb).realize()
-    out.append(GlobalCounters.time_sum_s)
-  return min(out)
-
-def numpy_time(a: np.ndarray, b: np.ndarray) -> float:
-  def run():
-    st = time.perf_counter(); a @ b; return time.perf_counter() - st
-  run()
-  return best_of(run, 5)
-
-def main():
-  sizes = [int(x) for x in sys.argv[1:]] or [256, 512, 1024]
-  print(f"{'workload':<22}{'fusegrad GFLOP/s':>18}{'NumPy GFLOP/s':>16}{'ratio':>8}")
   for n in sizes:
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((n, n), dtype=np.float32), rng.standard_normal((n, n), dtype=np.float32)
+    ta, tb = Tensor(a).realize(), Tensor(b).realize()
+    check_close(f"matmul {n}", (ta @ tb).numpy(), a.astype(np.float64) @ b.astype(np.float64), rtol=1e-3, atol=1e-2 * n ** 0.5)
+    reps = 5 if n <= 1024 else 3
+    _, fg_s, _ = fg_times(lambda: (ta @ tb).realize(), reps, warmup=1)
+    np_s = best_wall(lambda: a @ b, reps, warmup=1)
     flops = 2 * n ** 3
-    fg, npt = flops / fusegrad_time(a, b) * 1e-9, flops / numpy_time(a, b) * 1e-9
-    print(f"{f'matmul fp32 {n}':<22}{fg:>18.1f}{npt:>16.1f}{fg / npt:>8.2f}")
+    out.append(Row(f"matmul fp32 {n}", flops / fg_s * 1e-9, flops / np_s * 1e-9, "GFLOP/s", True, "NumPy"))
+  return out
 
 if __name__ == "__main__":
-  main()
+  run_standalone(rows, sizes=[int(x) for x in sys.argv[1:]] or (512, 1024, 2048))

@@ -56,6 +56,7 @@ class Buffer:
     if self._mem is None:
       self._mem = Device[self.device].allocator.alloc(self.nbytes)
       GlobalCounters.mem_used += self.nbytes
+      GlobalCounters.mem_peak = max(GlobalCounters.mem_peak, GlobalCounters.mem_used)
     return self
   @property
   def is_allocated(self) -> bool: return self._mem is not None

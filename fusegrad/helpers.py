@@ -57,9 +57,11 @@ class GlobalCounters:
   global_ops: int = 0
   global_mem: int = 0
   time_sum_s: float = 0.0
-  mem_used: int = 0
+  mem_used: int = 0   # bytes currently allocated on devices
+  mem_peak: int = 0   # highest mem_used since the last reset
   @staticmethod
   def reset():
+    GlobalCounters.mem_peak = GlobalCounters.mem_used
     GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s = 0, 0, 0, 0.0
 
 class Timing(contextlib.ContextDecorator):

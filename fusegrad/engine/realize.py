@@ -53,4 +53,4 @@ def launch(si: ScheduleItem, prg, bufs, var_vals: dict):
   if DEBUG >= 2:
     print(f"{colored('***', 'green')} {si.device:7s} {GlobalCounters.kernel_count:4d} {spec.name:32s} shape {str(spec.shape):20s} "
           f"tm {et*1e3:9.3f}ms ({spec.flops/max(et,1e-9)*1e-9:9.2f} GFLOP/s {spec.mem_bytes/max(et,1e-9)*1e-9:8.2f} GB/s) "
-          f"mem {GlobalCounters.mem_used/1e9:.3f} GB")
+          f"mem {GlobalCounters.mem_used/1e9:.3f} GB (peak {GlobalCounters.mem_peak/1e9:.3f})")

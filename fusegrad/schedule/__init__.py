@@ -112,7 +112,27 @@ def create_schedule(targets: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, U
     out = new_buffer_uop(u.device, u.size, u.dtype)
     items.append(_kernel(u, out, out_view))
     out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
-  return items, {o: out_view[t] for o, t in zip(originals, targets)}
+  kept = {buffers[out_view[t].base] for t in targets}
+  return plan_memory(items, kept), {o: out_view[t] for o, t in zip(originals, targets)}
+
+def plan_memory(items: list[ScheduleItem], kept: set) -> list[ScheduleItem]:
+  """Intermediate buffers (not kept by a target) whose last reader has run hand their memory to later outputs of the
+  same size, dtype and device: peak memory follows the live set, not the number of kernels."""
+  outputs = {si.bufs[0] for si in items}
+  temps = outputs - kept
+  last_use: dict = {}
+  for i, si in enumerate(items):
+    for b in si.bufs: last_use[b] = i
+  free: dict[tuple, list[Buffer]] = {}
+  swap: dict[Buffer, Buffer] = {}
+  for i, si in enumerate(items):
+    out = si.bufs[0]
+    key = (out.device, out.size, out.dtype)
+    if out in temps and free.get(key): swap[out] = free[key].pop()
+    for b in dict.fromkeys(si.bufs):
+      if b in temps and last_use[b] == i: free.setdefault((b.device, b.size, b.dtype), []).append(swap.get(b, b))
+  if not swap: return items
+  return [ScheduleItem(si.ast, tuple(swap.get(b, b) for b in si.bufs), si.device, si.var_vals) for si in items]
 
 def _kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> ScheduleItem:
   """The kernel computing u into `out`: materialized sources become DEFINE_GLOBAL loads, bound variables become

@@ -1,0 +1,123 @@
+"""Shared helpers for the bench/ scripts: fair BLAS environment, timers, optional torch, result rows and the table.
+
+Import this module before numpy: it drops OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from this process's environment, which
+(set on some machines for old OpenBLAS builds) make a current numpy pick a slow kernel and the reference unfair."""
+from __future__ import annotations
+import os, sys, time, statistics
+from dataclasses import dataclass
+from typing import Callable
+
+for _k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"): os.environ.pop(_k, None)
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path: sys.path.insert(0, _ROOT)
+
+import numpy as np  # noqa: E402
+from fusegrad import GlobalCounters  # noqa: E402
+
+ROOT = _ROOT
+PROBLEMS: list[str] = []  # mismatches and failures found while benchmarking, printed under the table
+
+# ---- optional torch ----
+_torch = None
+_torch_tried = False
+def get_torch():
+  """torch with one thread per core, or None when it is not installed."""
+  global _torch, _torch_tried
+  if not _torch_tried:
+    _torch_tried = True
+    try:
+      import torch
+      torch.set_num_threads(os.cpu_count() or 1)
+      _torch = torch
+    except ImportError: _torch = None
+  return _torch
+
+def blas_info() -> str:
+  """Which BLAS numpy runs (via threadpoolctl, when installed)."""
+  try: from threadpoolctl import threadpool_info
+  except ImportError: return "numpy BLAS: (threadpoolctl not installed)"
+  libs = [f"{d.get('internal_api')} {d.get('version')} arch={d.get('architecture')} threads={d.get('num_threads')}"
+          for d in threadpool_info() if d.get("user_api") == "blas"]
+  return "numpy BLAS: " + ("; ".join(libs) or "none found")
+
+def env_info() -> str:
+  t = get_torch()
+  tv = f"torch {t.__version__} threads={t.get_num_threads()}" if t else "torch: not installed (references n/a)"
+  return f"cpus={os.cpu_count()}  numpy {np.__version__}  {tv}\n{blas_info()}"
+
+# ---- timers ----
+def wall_times(fn: Callable[[], object], reps: int, warmup: int = 1) -> list[float]:
+  """Wall-clock seconds of each of `reps` calls of fn, after `warmup` untimed calls."""
+  for _ in range(warmup): fn()
+  out = []
+  for _ in range(reps):
+    st = time.perf_counter(); fn(); out.append(time.perf_counter() - st)
+  return out
+
+def best_wall(fn: Callable[[], object], reps: int, warmup: int = 1) -> float: return min(wall_times(fn, reps, warmup))
+def median_wall(fn: Callable[[], object], reps: int, warmup: int = 1) -> float: return statistics.median(wall_times(fn, reps, warmup))
+
+def fg_times(fn: Callable[[], object], reps: int, warmup: int = 1) -> tuple[float, float, int]:
+  """For a fusegrad callable that realizes its result: (best wall s, best kernel s from GlobalCounters.time_sum_s,
+  kernels launched per call)."""
+  for _ in range(warmup): fn()
+  walls, kerns, count = [], [], 0
+  for _ in range(reps):
+    GlobalCounters.reset()
+    st = time.perf_counter(); fn(); walls.append(time.perf_counter() - st)
+    kerns.append(GlobalCounters.time_sum_s); count = GlobalCounters.kernel_count
+  return min(walls), min(kerns), count
+
+def check_close(name: str, got, want, rtol: float = 1e-3, atol: float = 1e-4) -> bool:
+  """Compare a fusegrad result with the reference once; record a mismatch in PROBLEMS instead of raising."""
+  got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+  if got.shape != want.shape:
+    PROBLEMS.append(f"{name}: shape {got.shape} != reference {want.shape}"); return False
+  if not np.allclose(got, want, rtol=rtol, atol=atol):
+    err = np.abs(got - want); i = np.unravel_index(int(np.argmax(err)), err.shape)
+    PROBLEMS.append(f"{name}: max abs err {err[i]:.3g} at {tuple(int(j) for j in i)} (got {got[i]:.6g}, want {want[i]:.6g}; "
+                    f"{int((~np.isclose(got, want, rtol=rtol, atol=atol)).sum())}/{got.size} off)"); return False
+  return True
+
+# ---- rows and the table ----
+@dataclass
+class Row:
+  workload: str
+  fusegrad: float | None
+  reference: float | None
+  unit: str               # e.g. "GFLOP/s", "ms", "us/call"
+  higher_better: bool     # True for rates (GFLOP/s, GB/s), False for times
+  ref_name: str = "NumPy" # "NumPy" or "PyTorch"
+  @property
+  def ratio(self) -> float | None:
+    """fusegrad speed / reference speed (>1: fusegrad faster)."""
+    if not self.fusegrad or not self.reference: return None
+    return self.fusegrad / self.reference if self.higher_better else self.reference / self.fusegrad
+
+def _fmt(v: float | None) -> str:
+  if v is None: return "n/a"
+  if v >= 100: return f"{v:.0f}"
+  if v >= 10: return f"{v:.1f}"
+  return f"{v:.2f}" if v >= 0.1 else f"{v:.3g}"
+
+def print_table(rows: list[Row], title: str | None = None):
+  if title: print(title)
+  w = max([len("workload")] + [len(r.workload) for r in rows]) + 2
+  print(f"{'workload':<{w}}{'fusegrad':>10}{'reference':>18}{'ratio':>8}  unit")
+  print("-" * (w + 10 + 18 + 8 + 12))
+  for r in rows:
+    ref = f"{_fmt(r.reference)} ({r.ref_name})" if r.reference is not None else f"n/a ({r.ref_name})"
+    print(f"{r.workload:<{w}}{_fmt(r.fusegrad):>10}{ref:>18}{_fmt(r.ratio):>8}  {r.unit}")
+  print("ratio = fusegrad speed / reference speed in this run (>1: fusegrad faster)")
+
+def print_problems():
+  if PROBLEMS:
+    print("\nPROBLEMS found while benchmarking:")
+    for p in PROBLEMS: print("  - " + p)
+  else: print("\nall fusegrad outputs matched the references")
+
+def run_standalone(rows_fn: Callable[..., list[Row]], **kw):
+  """What each script's __main__ does: print the environment, its rows as a table, and any problems."""
+  print(env_info())
+  print_table(rows_fn(**kw))
+  print_problems()

@@ -1,0 +1,129 @@
+"""Kernel optimizations, memory planning and TinyJit: optimized results equal NOOPT results on random shapes."""
+import numpy as np, pytest
+from hypothesis import given, settings, strategies as st
+from fusegrad import Tensor, TinyJit, GlobalCounters, Context
+from fusegrad.nn import optim
+from fusegrad.engine import realize as realize_mod
+
+def run_both(fn, *arrays):
+  outs = []
+  for noopt in (0, 1):
+    realize_mod._programs.clear()  # NOOPT is read at compile time
+    with Context(NOOPT=noopt): outs.append(fn(*[Tensor(a) for a in arrays]).numpy())
+  realize_mod._programs.clear()
+  return outs
+
+dims = st.integers(1, 37)
+
+@settings(max_examples=25, deadline=None)
+@given(m=dims, k=st.integers(1, 70), n=dims)
+def test_matmul_opt_matches_noopt(m, k, n):
+  rng = np.random.default_rng(m * 10007 + k * 101 + n)
+  a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+  opt, ref = run_both(lambda x, y: x @ y, a, b)
+  np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(opt, a @ b, rtol=1e-4, atol=1e-4)
+
+@settings(max_examples=20, deadline=None)
+@given(r=dims, c=st.integers(1, 300), axis=st.sampled_from([0, 1, -1]))
+def test_reduce_opt_matches_noopt(r, c, axis):
+  a = np.random.default_rng(r * 1000 + c).standard_normal((r, c), dtype=np.float32)
+  for fn in (lambda x: x.sum(axis), lambda x: x.max(axis), lambda x: (x * 2).exp().sum(axis) + 1, lambda x: x.softmax(axis)):
+    opt, ref = run_both(fn, a)
+    np.testing.assert_allclose(opt, ref, rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("shape,w,stride,pad", [((2, 3, 9, 7), (5, 3, 3, 3), 1, 1), ((1, 2, 13, 11), (3, 2, 5, 3), 2, 2),
+                                               ((3, 4, 6, 6), (2, 4, 1, 1), 1, 0), ((1, 1, 17, 5), (4, 1, 3, 2), 1, 0)])
+def test_conv_opt_matches_noopt(shape, w, stride, pad):
+  rng = np.random.default_rng(0)
+  x, k = rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(w, dtype=np.float32)
+  opt, ref = run_both(lambda a, b: a.conv2d(b, stride=stride, padding=pad), x, k)
+  np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
+
+def test_threads_split_outer_loop_correctly():
+  a = np.random.default_rng(1).standard_normal((7, 1000), dtype=np.float32)
+  for n in (1, 2, 3):
+    from fusegrad.runtime import ops_cpu
+    ops_cpu.cpu_count.cache_clear(); ops_cpu.thread_pool.cache_clear()
+    import os; os.environ["CPU_COUNT"] = str(n)
+    from fusegrad.helpers import getenv; getenv.cache_clear()
+    np.testing.assert_allclose((Tensor(a) * 3 + 1).sum(1).numpy(), (a * 3 + 1).sum(1), rtol=1e-5)
+  del os.environ["CPU_COUNT"]; getenv.cache_clear(); ops_cpu.cpu_count.cache_clear(); ops_cpu.thread_pool.cache_clear()
+
+def test_memory_planning_reuses_intermediates():
+  x = Tensor.rand(128, 128).realize()
+  GlobalCounters.reset()
+  base = GlobalCounters.mem_used
+  y = x
+  for _ in range(8): y = ((y @ x) * 0.01).contiguous()
+  y.realize()
+  # 8 kernels, but at most the output and two live intermediates exist at once
+  assert GlobalCounters.kernel_count == 8
+  assert GlobalCounters.mem_peak - base <= 3 * 128 * 128 * 4
+
+class TestJit:
+  def test_replay_matches_eager(self):
+    w0 = np.random.default_rng(2).standard_normal((4, 3)).astype(np.float32)
+    def make():
+      w = Tensor(w0.copy(), requires_grad=True)
+      opt = optim.SGD([w], lr=0.01, momentum=0.9)
+      def step(x: Tensor) -> Tensor:
+        opt.zero_grad()
+        loss = (x @ w).relu().square().sum() + (Tensor.rand(4, 3) * w).sum()
+        loss.backward()
+        opt.step()
+        return loss
+      return w, step
+    Tensor.manual_seed(5); w1, eager = make()
+    l1 = [eager(Tensor(np.full((5, 4), i, np.float32))).item() for i in range(5)]
+    Tensor.manual_seed(5); w2, step = make()
+    jitted = TinyJit(step)
+    l2 = [jitted(Tensor(np.full((5, 4), i, np.float32))).item() for i in range(5)]
+    np.testing.assert_allclose(l1, l2, rtol=1e-6)
+    np.testing.assert_allclose(w1.numpy(), w2.numpy(), rtol=1e-6)
+    assert jitted.cnt == 2 and jitted.captured
+
+  def test_replay_launches_captured_kernels_only(self):
+    f = TinyJit(lambda a, b: (a * b + 1).sum())
+    for _ in range(3): f(Tensor.rand(10).realize(), Tensor.rand(10).realize())
+    GlobalCounters.reset()
+    a, b = Tensor([1.0] * 10), Tensor([2.0] * 10)
+    assert f(a, b).item() == 30.0
+    assert GlobalCounters.kernel_count == len(f.captured)
+
+  def test_shape_change_raises(self):
+    f = TinyJit(lambda a: (a + 1).realize())
+    for _ in range(3): f(Tensor.rand(4).realize())
+    with pytest.raises(ValueError, match="inputs changed"): f(Tensor.rand(5).realize())
+    f.reset()
+    assert f(Tensor.ones(5)).tolist() == [2.0] * 5
+
+  def test_jit_disabled(self):
+    calls = []
+    def fn(a): calls.append(1); return (a * 2).realize()
+    f = TinyJit(fn)
+    with Context(JIT=0):
+      for _ in range(3): f(Tensor.ones(2))
+    assert len(calls) == 3 and f.captured is None
+
+  def test_random_numbers_advance_in_replay(self):
+    f = TinyJit(lambda a: (a + Tensor.rand(8)).realize())
+    outs = [f(Tensor.zeros(8).realize()).tolist() for _ in range(4)]
+    assert len({tuple(o) for o in outs}) == 4
+
+  def test_bound_variable_does_not_recompile(self):
+    from fusegrad import Variable
+    realize_mod._programs.clear()
+    v = Variable("pos", 0, 100)
+    outs = [(Tensor.ones(4) * Tensor(v.bind(i)).cast(Tensor.ones(1).dtype)).tolist() for i in (3, 7)]
+    assert outs == [[3.0] * 4, [7.0] * 4]
+    assert len(realize_mod._programs) == 1
+
+def test_compiled_kernels_are_cached_on_disk(tmp_path, monkeypatch):
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  from fusegrad.runtime.ops_cpu import compile_c
+  src = "void k(float* a) { a[0] = 1.0f; }"
+  p1 = compile_c(src)
+  assert p1.startswith(str(tmp_path)) and p1.endswith(".so")
+  mtime = __import__("os").path.getmtime(p1)
+  assert compile_c(src) == p1 and __import__("os").path.getmtime(p1) == mtime
