@@ -103,11 +103,11 @@ def _fmt(v: float | None) -> str:
 def print_table(rows: list[Row], title: str | None = None):
   if title: print(title)
   w = max([len("workload")] + [len(r.workload) for r in rows]) + 2
-  print(f"{'workload':<{w}}{'fusegrad':>10}{'reference':>18}{'ratio':>8}  unit")
-  print("-" * (w + 10 + 18 + 8 + 12))
+  print(f"{'workload':<{w}}{'fusegrad':>10}{'reference':>22}{'ratio':>10}  unit")
+  print("-" * (w + 10 + 22 + 10 + 12))
   for r in rows:
     ref = f"{_fmt(r.reference)} ({r.ref_name})" if r.reference is not None else f"n/a ({r.ref_name})"
-    print(f"{r.workload:<{w}}{_fmt(r.fusegrad):>10}{ref:>18}{_fmt(r.ratio):>8}  {r.unit}")
+    print(f"{r.workload:<{w}}{_fmt(r.fusegrad):>10}{ref:>22}{_fmt(r.ratio):>10}  {r.unit}")
   print("ratio = fusegrad speed / reference speed in this run (>1: fusegrad faster)")
 
 def print_problems():

@@ -9,7 +9,8 @@ from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
-from fusegrad.codegen.opt import optimize
+from fusegrad.codegen.opt import Opt, apply_opt, choose
+from fusegrad.helpers import NOOPT
 
 LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
 
@@ -40,10 +41,12 @@ class Block:
   items: list = field(default_factory=list)
   inner: "Block | None" = None  # the nested output loop, emitted after this block's own items
 
-def linearize(sink: UOp) -> list[UOp]:
+def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
   """Output loops nest outermost-first and each holds the nodes that depend on it; a reduce's loop is emitted as a unit
   where the REDUCE sits in toposort order, after everything its body reads from outer levels."""
-  sink = graph_rewrite(optimize(graph_rewrite(sink, symbolic)), symbolic + legalize)
+  sink = graph_rewrite(sink, symbolic)
+  if not NOOPT: sink = apply_opt(sink, choose(sink) if opt is None else opt)
+  sink = graph_rewrite(sink, symbolic + legalize)
   order = sink.toposort()
   deps: dict[UOp, frozenset] = {}
   for u in order:

@@ -1,74 +1,101 @@
-"""Kernel optimizations on the scalar graph, before linearization. NOOPT=1 turns them off.
+"""Kernel optimizations on the scalar graph, before linearization.
 
 The C compiler vectorizes an innermost loop that walks memory contiguously with independent iterations, but it
-will not reorder a float sum. So a reduce gets an accumulator *array* indexed by a contiguous loop placed
-innermost, inside the reduce loops:
-  - `vector_output`: the innermost output loop j is contiguous in some load: acc[j] += body(j) for each reduce step.
-  - `split_lanes`: the reduce loop k itself is contiguous: k = k_outer*L + lane, acc[lane] += body, then a short
-    reduce over the lanes.
-A REDUCE of this kind has arg (op, j) and its last source is its private copy of j (the lane/array index)."""
+will not reorder a float sum. The vocabulary, each applied by name and checked for legality by `actions`:
+  - Opt("VECTOR", t): the innermost output loop j (contiguous in some load) is split into tiles of t (t divides its
+    size) and the tile is placed innermost, inside the reduce loops, with an accumulator array acc[t].
+  - Opt("LANES", n): a contiguous reduce loop k becomes k = k_outer*n + lane with acc[lane] += body, then a short
+    reduce over the n lanes (the sum is reordered, as every fast BLAS does).
+  - Opt("NONE"): plain loops.
+A REDUCE with an accumulator array has arg (op, j) and its last source is its private copy of j.
+`choose` is the hand-written heuristic; BEAM search (codegen/search.py) times every legal action instead.
+NOOPT=1 applies nothing."""
 from __future__ import annotations
 import itertools
-from fusegrad.helpers import NOOPT
+from dataclasses import dataclass
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.symbolic import _terms
 
-MAX_ACC = 256    # accumulator array length (floats on the stack)
+@dataclass(frozen=True)
+class Opt:
+  kind: str        # "NONE" | "VECTOR" | "LANES"
+  arg: int = 0
+
+MAX_ACC = 256    # the heuristic's longest accumulator array (floats on the stack)
 LANES = 16
 _ids = itertools.count(10_000)
 
 def _new_range(like: UOp, size: int) -> UOp: return UOp(Ops.RANGE, like.dtype, (UOp.const(like.dtype, size),), next(_ids))
 
 def _contiguous_in(body: UOp, r: UOp) -> bool:
-  """Does some load (or the body's index math) step by exactly 1 along r?"""
-  for u in body.toposort():
-    if u.op is Ops.LOAD and any(n is r and c == 1 for n, c in _terms(u.src[1])): return True
-  return False
+  """Does some load step by exactly 1 along r?"""
+  return any(u.op is Ops.LOAD and any(n is r and c == 1 for n, c in _terms(u.src[1])) for u in body.toposort())
 
-def _lanes(size: int) -> int:
-  """Accumulator lanes for a contiguous reduce of `size`: the whole loop when short, else a divisor up to LANES."""
-  return size if size <= 2 * LANES else _largest_divisor(size, LANES)
+def _divisors(n: int, lo: int, hi: int) -> list[int]: return [d for d in range(lo, min(n, hi) + 1) if n % d == 0]
 
-def _largest_divisor(n: int, cap: int) -> int: return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
-
-def optimize(sink: UOp) -> UOp:
-  if NOOPT: return sink
+def _analyze(sink: UOp) -> tuple[list[UOp], UOp | None, list[UOp]] | None:
+  """(reduces, vectorizable output loop or None, reduces with a contiguous last loop); None if nothing applies."""
   reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
-  if not reduces or any(r.src[0].op is Ops.REDUCE or any(x.op is Ops.REDUCE for x in r.src[0].toposort()) for r in reduces): return sink
+  if not reduces or any(x.op is Ops.REDUCE for r in reduces for x in r.src[0].toposort()): return None
   out_ranges = sorted({u for u in sink.toposort() if u.op is Ops.RANGE} - {r for u in reduces for r in u.src[1:]}, key=lambda r: r.arg)
   j = out_ranges[-1] if out_ranges else None
-  if j is not None and all(j in r.src[0].toposort() for r in reduces) and any(_contiguous_in(r.src[0], j) for r in reduces) and \
-     (j.src[0].arg >= 8 or not any(_contiguous_in(r.src[0], r.src[-1]) and r.src[-1].src[0].arg >= 8 for r in reduces)):
-    return _vector_output(sink, j, reduces)
-  return _split_lanes(sink, reduces)
+  if j is not None and not (all(j in r.src[0].toposort() for r in reduces) and any(_contiguous_in(r.src[0], j) for r in reduces)): j = None
+  return reduces, j, [r for r in reduces if _contiguous_in(r.src[0], r.src[-1])]
 
-def _vector_output(sink: UOp, j: UOp, reduces: list[UOp]) -> UOp:
+def actions(sink: UOp) -> list[Opt]:
+  """Every legal action for this kernel (the search space of BEAM)."""
+  out = [Opt("NONE")]
+  if (a := _analyze(sink)) is None: return out
+  _, j, lane_reduces = a
+  if j is not None: out += [Opt("VECTOR", t) for t in _divisors(j.src[0].arg, 4, 1024)]
+  sizes = [r.src[-1].src[0].arg for r in lane_reduces]
+  out += [Opt("LANES", n) for n in (4, 8, 16, 32) if sizes and all(s % n == 0 for s in sizes)]
+  return out
+
+def choose(sink: UOp) -> Opt:
+  """The default heuristic (measured on matmul and conv kernels): a contiguous output loop of 8 or more becomes the
+  vector axis (tiles up to MAX_ACC); else a contiguous reduce gets 16 lanes (or all of a short one)."""
+  if (a := _analyze(sink)) is None: return Opt("NONE")
+  _, j, lane_reduces = a
+  k = min((r.src[-1].src[0].arg for r in lane_reduces), default=0)
+  if j is not None and (j.src[0].arg >= 8 or k < 8):
+    t = max(_divisors(j.src[0].arg, 1, MAX_ACC))
+    return Opt("VECTOR", t) if t >= 8 or t == j.src[0].arg else Opt("NONE")
+  lanes = k if k <= 2 * LANES else max(_divisors(k, 1, LANES))
+  return Opt("LANES", lanes) if lanes >= 8 and all(r.src[-1].src[0].arg % lanes == 0 for r in lane_reduces) else Opt("NONE")
+
+def apply_opt(sink: UOp, opt: Opt) -> UOp:
+  if opt.kind == "NONE" or (a := _analyze(sink)) is None: return sink
+  reduces, j, lane_reduces = a
+  if opt.kind == "VECTOR":
+    if j is None or j.src[0].arg % opt.arg: raise ValueError(f"{opt} does not apply to this kernel")
+    return _vector_output(sink, j, opt.arg)
+  if opt.kind == "LANES":
+    if not lane_reduces or any(r.src[-1].src[0].arg % opt.arg for r in lane_reduces): raise ValueError(f"{opt} does not apply to this kernel")
+    return _split_lanes(sink, lane_reduces, opt.arg)
+  raise ValueError(f"unknown optimization {opt}")
+
+def _vector_output(sink: UOp, j: UOp, tile: int) -> UOp:
   size = j.src[0].arg
-  if size > MAX_ACC:
-    t = _largest_divisor(size, MAX_ACC)
-    if t < 8: return sink
-    jo, ji = _new_range(j, size // t), _new_range(j, t)
-    # renumber so the new outer loop keeps j's place in the nest and the inner one is the innermost output loop
-    jo = UOp(Ops.RANGE, j.dtype, jo.src, j.arg)
-    sink = sink.substitute({j: jo * UOp.const(j.dtype, t) + ji})
-    reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
+  if tile < size:
+    # the outer loop keeps j's place in the nest (same arg); the tile is the innermost output loop
+    jo, ji = UOp(Ops.RANGE, j.dtype, (UOp.const(j.dtype, size // tile),), j.arg), _new_range(j, tile)
+    sink = sink.substitute({j: jo * UOp.const(j.dtype, tile) + ji})
     j = ji
   mapping = {}
-  for r in reduces:
+  for r in (u for u in sink.toposort() if u.op is Ops.REDUCE):
     jr = _new_range(j, j.src[0].arg)
     mapping[r] = UOp(Ops.REDUCE, r.dtype, (r.src[0].substitute({j: jr}), *r.src[1:], jr), (r.arg, j))
   return sink.substitute(mapping)
 
-def _split_lanes(sink: UOp, reduces: list[UOp]) -> UOp:
+def _split_lanes(sink: UOp, reduces: list[UOp], lanes: int) -> UOp:
   mapping = {}
   for r in reduces:
     k = r.src[-1]
     size = k.src[0].arg
-    lanes = _lanes(size)
-    if lanes < 8 or not _contiguous_in(r.src[0], k): continue
-    ko, lane, lane_red = _new_range(k, size // lanes), _new_range(k, lanes), _new_range(k, lanes)
-    body = r.src[0].substitute({k: (ko * UOp.const(k.dtype, lanes) + lane_red) if size > lanes else lane_red})
-    if size == lanes: ko = None
-    partial = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:-1], *([ko] if ko is not None else []), lane_red), (r.arg, lane))
+    lane, lane_red = _new_range(k, lanes), _new_range(k, lanes)
+    outer = [_new_range(k, size // lanes)] if size > lanes else []
+    body = r.src[0].substitute({k: outer[0] * UOp.const(k.dtype, lanes) + lane_red if outer else lane_red})
+    partial = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:-1], *outer, lane_red), (r.arg, lane))
     mapping[r] = UOp(Ops.REDUCE, r.dtype, (partial, lane), r.arg)
-  return sink.substitute(mapping) if mapping else sink
+  return sink.substitute(mapping)

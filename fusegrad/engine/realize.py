@@ -2,14 +2,15 @@
 from __future__ import annotations
 import time
 from fusegrad.device import Device
-from fusegrad.helpers import DEBUG, GlobalCounters, colored, SPEC
+from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, SPEC, colored
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.schedule import ScheduleItem
 
 _programs: dict[tuple[str, UOp], object] = {}
 
-def get_program(device: str, ast: UOp):
-  key = (device, ast)
+def get_program(device: str, ast: UOp, opt=None):
+  """The compiled kernel for `ast` with optimization `opt` (None: the heuristic's choice), cached in memory."""
+  key = (device, ast, opt, bool(NOOPT))
   if (prg := _programs.get(key)) is None:
     from fusegrad.codegen.lowerer import lower_kernel
     from fusegrad.codegen.linearize import linearize
@@ -17,7 +18,7 @@ def get_program(device: str, ast: UOp):
       from fusegrad.uop.spec import verify_kernel
       verify_kernel(ast)
     dev = Device[device]
-    spec = dev.render(linearize(lower_kernel(ast)))
+    spec = dev.render(linearize(lower_kernel(ast), opt))
     if DEBUG >= 4: print(spec.src)
     if DEBUG >= 5:
       for i, u in enumerate(spec.uops): print(f"{i:4d} {u.op.name:12s} {u.dtype} {[spec.uops.index(s) if s in spec.uops else s.arg for s in u.src]} {u.arg if u.op is not Ops.DEFINE_ACC else ''}")
@@ -29,9 +30,19 @@ capturing: list | None = None
 
 def run_schedule(schedule: list[ScheduleItem]):
   for si in schedule:
-    prg = None if si.ast.src[0].op is Ops.COPY else get_program(si.device, si.ast)
+    prg = None if si.ast.src[0].op is Ops.COPY else get_program(si.device, si.ast, _beam_choice(si))
     if capturing is not None: capturing.append((si, prg))
     launch(si, prg, si.bufs, dict(si.var_vals))
+
+_beam_choices: dict = {}
+
+def _beam_choice(si: ScheduleItem):
+  if not BEAM or NOOPT or si.device.split(":")[0] not in ("CPU",): return None
+  key = (si.device, si.ast)
+  if key not in _beam_choices:
+    from fusegrad.codegen.search import beam_search
+    _beam_choices[key] = beam_search(si.device, si.ast, si.bufs, dict(si.var_vals), BEAM.value)
+  return _beam_choices[key]
 
 def launch(si: ScheduleItem, prg, bufs, var_vals: dict):
   """Run one kernel (or copy) on the given buffers; counts it in GlobalCounters and prints it at DEBUG>=2."""

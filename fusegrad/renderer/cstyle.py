@@ -94,13 +94,13 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
       vars_.append(u)
     elif u.op is Ops.CONST: continue
     elif u.op is Ops.RANGE:
-      names[u] = f"ridx{u.arg}"
+      names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"  # numbered by appearance: same kernel, same source
       lo, hi = "0", r(u.src[0])
       if u is parallel:
         # the outermost loop is split evenly across the threads that call this kernel
         n = u.src[0].arg
         lo, hi = f"(({ctype(u.dtype)})((long long)core_id*{n}/n_cores))", f"(({ctype(u.dtype)})((long long)(core_id+1)*{n}/n_cores))"
-      emit(f"for ({ctype(u.dtype)} ridx{u.arg} = {lo}; ridx{u.arg} < {hi}; ridx{u.arg}++) {{")
+      emit(f"for ({ctype(u.dtype)} {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
       depth += 1
     elif u.op is Ops.ENDRANGE:
       depth -= 1

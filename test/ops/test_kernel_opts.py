@@ -127,3 +127,38 @@ def test_compiled_kernels_are_cached_on_disk(tmp_path, monkeypatch):
   assert p1.startswith(str(tmp_path)) and p1.endswith(".so")
   mtime = __import__("os").path.getmtime(p1)
   assert compile_c(src) == p1 and __import__("os").path.getmtime(p1) == mtime
+
+def test_every_legal_action_matches_noopt():
+  from fusegrad.codegen.opt import actions
+  from fusegrad.codegen.search import lower_and_simplify
+  from fusegrad.engine.realize import get_program
+  from fusegrad.schedule import create_schedule
+  rng = np.random.default_rng(3)
+  tried = 0
+  for a_shape, b_shape in [((6, 48), (48, 20)), ((5, 7), (7, 3)), ((3, 64), (64, 1))]:
+    a, b = rng.standard_normal(a_shape, dtype=np.float32), rng.standard_normal(b_shape, dtype=np.float32)
+    items, _ = create_schedule([(Tensor(a) @ Tensor(b)).uop])
+    si = items[-1]
+    opts = actions(lower_and_simplify(si.ast))
+    tried += len(opts)
+    for opt in opts:
+      prg = get_program(si.device, si.ast, opt)
+      prg([buf.ensure_allocated()._mem for buf in si.bufs], [])
+      np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32).reshape(a_shape[0], b_shape[1]), a @ b, rtol=1e-4, atol=1e-4, err_msg=str(opt))
+  assert tried > 6  # VECTOR tiles for the first, LANES for the last
+
+def test_beam_search_caches_its_choice(tmp_path, monkeypatch):
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  from fusegrad.codegen import search
+  from fusegrad.engine import realize
+  a, b = np.ones((16, 32), np.float32), np.ones((32, 24), np.float32)
+  realize._beam_choices.clear()
+  with Context(BEAM=2):
+    out = (Tensor(a) @ Tensor(b)).numpy()
+  np.testing.assert_allclose(out, a @ b)
+  (key, opt), = [(k, v) for k, v in realize._beam_choices.items()]
+  assert search.cached_opt(search.ast_key(*key)) == opt
+  # a second process would find it on disk: no timing happens
+  monkeypatch.setattr(search, "_time", lambda *args: (_ for _ in ()).throw(AssertionError("searched again")))
+  realize._beam_choices.clear()
+  with Context(BEAM=2): (Tensor(a) @ Tensor(b) + 0).numpy()

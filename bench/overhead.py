@@ -1,0 +1,65 @@
+"""Python overhead: a 100-op elementwise graph on a 16-element tensor, warm caches.
+
+fusegrad eager: time per call from building the graph to the kernel having run (`.realize()`); fusegrad JIT: the same
+function under TinyJit (replay). Reference: the same 100 ops in PyTorch eager (one kernel per op). Reported as us per
+call and us per kernel launched (GlobalCounters.kernel_count for fusegrad, 100 for PyTorch).
+
+usage: python bench/overhead.py"""
+import time
+import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
+from common import Row, check_close, get_torch, run_standalone, PROBLEMS
+import numpy as np
+from fusegrad import Tensor, TinyJit, GlobalCounters
+
+N_OPS, SIZE = 100, 16
+_CYCLE = [lambda y: y * 1.01, lambda y: y + 0.1, lambda y: y.relu(), lambda y: y - 0.05, lambda y: y.clamp(min=-1.0)]
+
+def graph(x):
+  """100 elementwise ops; works on fusegrad and torch tensors alike."""
+  for i in range(N_OPS): x = _CYCLE[i % len(_CYCLE)](x)
+  return x
+
+_NP_CYCLE = [lambda y: y * 1.01, lambda y: y + 0.1, lambda y: np.maximum(y, 0), lambda y: y - 0.05, lambda y: np.maximum(y, -1.0)]
+def graph_np(x):
+  for i in range(N_OPS): x = _NP_CYCLE[i % len(_NP_CYCLE)](x)
+  return x
+
+def per_call(fn, calls: int, batches: int = 5, warmup: int = 3) -> float:
+  """Best (over batches) mean seconds per call."""
+  for _ in range(warmup): fn()
+  best = float("inf")
+  for _ in range(batches):
+    st = time.perf_counter()
+    for _ in range(calls): fn()
+    best = min(best, (time.perf_counter() - st) / calls)
+  return best
+
+def kernels_per_call(fn) -> int:
+  GlobalCounters.reset(); fn(); return GlobalCounters.kernel_count
+
+def rows(calls: int = 20) -> list[Row]:
+  xn = np.linspace(-2, 2, SIZE, dtype=np.float32)
+  x = Tensor(xn).realize()
+  eager = lambda: graph(x).realize()
+  jit = TinyJit(lambda t: graph(t).realize())
+  jcall = lambda: jit(x)
+  want = graph_np(xn.astype(np.float64))
+  check_close("overhead graph (eager)", eager().numpy(), want, rtol=1e-4, atol=1e-5)
+  for _ in range(3): jcall()
+  check_close("overhead graph (TinyJit replay)", jcall().numpy(), want, rtol=1e-4, atol=1e-5)
+  e_s, j_s = per_call(eager, calls), per_call(jcall, calls * 5)
+  e_k, j_k = kernels_per_call(eager), kernels_per_call(jcall)
+  if j_k != e_k: PROBLEMS.append(f"overhead graph: {e_k} kernels eager but {j_k} under TinyJit")
+  torch = get_torch()
+  t_s = None
+  if torch is not None:
+    px = torch.from_numpy(xn)
+    with torch.no_grad(): t_s = per_call(lambda: graph(px), calls * 5)
+  us = lambda s: s * 1e6 if s else None
+  return [Row(f"overhead {N_OPS}-op graph eager ({e_k} kernel{'s' * (e_k != 1)})", us(e_s), us(t_s), "us/call", False, "PyTorch"),
+          Row(f"overhead {N_OPS}-op graph eager per kernel", us(e_s / max(e_k, 1)), us(t_s / N_OPS) if t_s else None, "us/kernel", False, "PyTorch"),
+          Row(f"overhead {N_OPS}-op graph TinyJit ({j_k} kernel{'s' * (j_k != 1)})", us(j_s), us(t_s), "us/call", False, "PyTorch"),
+          Row(f"overhead {N_OPS}-op graph TinyJit per kernel", us(j_s / max(j_k, 1)), us(t_s / N_OPS) if t_s else None, "us/kernel", False, "PyTorch")]
+
+if __name__ == "__main__":
+  run_standalone(rows)
