@@ -43,7 +43,8 @@ def blas_info() -> str:
 def env_info() -> str:
   t = get_torch()
   tv = f"torch {t.__version__} threads={t.get_num_threads()}" if t else "torch: not installed (references n/a)"
-  return f"cpus={os.cpu_count()}  numpy {np.__version__}  {tv}\n{blas_info()}"
+  load = "  load avg %.1f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
+  return f"cpus={os.cpu_count()}{load}  numpy {np.__version__}  {tv}\n{blas_info()}"
 
 # ---- timers ----
 def wall_times(fn: Callable[[], object], reps: int, warmup: int = 1) -> list[float]:
