@@ -115,7 +115,7 @@ def print_problems():
   if PROBLEMS:
     print("\nPROBLEMS found while benchmarking:")
     for p in PROBLEMS: print("  - " + p)
-  else: print("\nall fusegrad outputs matched the references")
+  else: print("\nall fusegrad outputs matched the references" + ("" if get_torch() else " (torch missing: conv2d and MNIST outputs unchecked)"))
 
 def run_standalone(rows_fn: Callable[..., list[Row]], **kw):
   """What each script's __main__ does: print the environment, its rows as a table, and any problems."""

@@ -136,6 +136,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return [Tensor(grads[t.uop]) if t.uop in grads else t.zeros_like() for t in targets]
   def backward(self, gradient: Tensor | None = None) -> Tensor:
     """Accumulate d(self)/d(t) into t.grad for every tensor t with requires_grad=True in self's graph."""
+    if Tensor.no_grad: raise RuntimeError("backward() while Tensor.no_grad is set (or inside Tensor.inference_mode()): gradients are off")
     in_graph = set(self.uop.toposort())
     params = [t for r in list(_all_tensors.values()) if (t := r()) is not None and t.requires_grad and t.uop in in_graph]
     if not params: raise RuntimeError("backward(): no tensor in this graph has requires_grad=True")
