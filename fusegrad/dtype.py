@@ -10,7 +10,7 @@ class DType:
   itemsize: int
   name: str
   fmt: str | None    # struct/memoryview format character
-  def __repr__(self) -> str: return f"dtypes.{self.name}"
+  def __repr__(self) -> str: return f"dtypes.{_CANONICAL.get(self.name, self.name)}"
   def __lt__(self, o: "DType") -> bool: return self.priority < o.priority
   def ptr(self, size: int = -1) -> "PtrDType": return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self, size)
   @property
@@ -88,6 +88,9 @@ DTYPES_BY_NAME = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint
                   "half": dtypes.half, "float": dtypes.float, "double": dtypes.double, "long": dtypes.long, "int": dtypes.int,
                   "uchar": dtypes.uchar, "char": dtypes.char, "short": dtypes.short, "ushort": dtypes.ushort,
                   "uint": dtypes.uint, "ulong": dtypes.ulong}
+
+_CANONICAL = {d.name: n for n, d in DTYPES_BY_NAME.items() if n in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                                                                    "uint64", "float16", "bfloat16", "float32", "float64")}
 
 def to_dtype(x: Any) -> DType:
   """Accept a DType, a name ('float32'), a numpy dtype or a torch dtype."""

@@ -3,6 +3,8 @@ those kernels directly on later calls (no graph building, scheduling or compilin
 
 What a replay does with data:
   - Tensor arguments: the captured input buffers are swapped for this call's (shapes/dtypes must match).
+  - Other tensors the kernels read (an optimizer's lr, a tensor assigned between calls): each replay reads the buffer
+    the tensor holds at that time.
   - State: a tensor that existed before the call and was given a new buffer by it (a parameter after an
     optimizer step, optimizer moments, running stats) is double-buffered: each replay reads its current buffer,
     writes the other one, and rebinds the tensor to the result.
@@ -80,12 +82,21 @@ class TinyJit:
       t = r()
       if t is None or any(t is o for o in outs) or (b1 := _buf(t)) is None or b1 is b0: continue
       if (b1.size, b1.dtype, t.shape) == (b0.size, b0.dtype, view0.shape): self.state.append((r, view0, t.uop))
+    # tensors the kernels read but the call did not write (an optimizer's lr, running stats assigned between calls):
+    # a replay reads whatever buffer each of them holds at that time
+    written = {si.bufs[0] for si, _ in captured}
+    read = {b for si, _ in captured for b in si.bufs[1:]} - written
+    stateful = {id(r()) for r, _, _ in self.state if r() is not None}
+    self.implicit = [(r, b0) for r, _, b0 in before.values() if b0 in read and (t := r()) is not None and id(t) not in stateful
+                     and not any(t is i for i in inputs)]
     self.ret, self.out_views = ret, [t.uop for t in outs]
     return ret
 
   def _replay(self, inputs) -> Any:
     from fusegrad.tensor import Tensor
     subst = {cap: _buf(t) for cap, t in zip(self.in_bufs, inputs)}
+    for r, b0 in self.implicit:
+      if (t := r()) is not None and (cur := _buf(t)) is not None and cur is not b0 and (cur.size, cur.dtype) == (b0.size, b0.dtype): subst[b0] = cur
     rebind = []
     for r, v0, v1 in self.state:
       t = r()

@@ -29,6 +29,11 @@ def get_program(device: str, ast: UOp, opt=None):
 capturing: list | None = None
 
 def run_schedule(schedule: list[ScheduleItem]):
+  if DEBUG >= 3 and schedule:
+    print(f"schedule: {len(schedule)} item(s)")
+    for i, si in enumerate(schedule):
+      kind = "copy" if si.ast.src[0].op is Ops.COPY else "kernel"
+      print(f"  {i:3d} {kind:6s} -> {si.bufs[0]}  inputs {list(si.bufs[1:])}" + (f"  vars {[(v.arg[0], x) for v, x in si.var_vals]}" if si.var_vals else ""))
   for si in schedule:
     prg = None if si.ast.src[0].op is Ops.COPY else get_program(si.device, si.ast, _beam_choice(si))
     if capturing is not None: capturing.append((si, prg))

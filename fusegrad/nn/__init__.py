@@ -175,3 +175,5 @@ class Embedding:
 
 __all__ = ["Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
            "LayerNorm", "LayerNorm2d", "GroupNorm", "InstanceNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm", "Embedding"]
+
+from fusegrad.nn import optim, state  # noqa: E402  (tinygrad exposes these as attributes of nn)

@@ -1,7 +1,7 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
 import concurrent.futures, ctypes, functools, hashlib, os, shutil, subprocess, tempfile
-from fusegrad.helpers import cache_dir, getenv
+from fusegrad.helpers import CACHELEVEL, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import render_c
 
@@ -55,7 +55,7 @@ def compile_c(src: str) -> str:
   cc = find_compiler()
   key = hashlib.sha256((cc + " ".join(CFLAGS) + src).encode()).hexdigest()[:32]
   path = os.path.join(cache_dir(), f"kernel_{key}.so")
-  if os.path.exists(path) and getenv("CACHELEVEL", 2) > 0: return path
+  if os.path.exists(path) and CACHELEVEL: return path
   fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache_dir())
   os.close(fd)
   proc = subprocess.run([cc, *CFLAGS, "-x", "c", "-", "-o", tmp, "-lm"], input=src.encode(), capture_output=True)

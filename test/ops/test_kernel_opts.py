@@ -98,6 +98,15 @@ class TestJit:
     f.reset()
     assert f(Tensor.ones(5)).tolist() == [2.0] * 5
 
+  def test_replay_reads_tensors_assigned_between_calls(self):
+    lr = Tensor([1.0]).realize()
+    f = TinyJit(lambda x: (x * lr).realize())
+    outs = []
+    for i in range(4):
+      lr.assign(Tensor([float(i)])).realize()
+      outs.append(f(Tensor([1.0, 2.0])).tolist())
+    assert outs == [[0.0, 0.0], [1.0, 2.0], [2.0, 4.0], [3.0, 6.0]]
+
   def test_jit_disabled(self):
     calls = []
     def fn(a): calls.append(1); return (a * 2).realize()
