@@ -472,13 +472,15 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def pad(self, padding, mode: str = "constant", value: float = 0.0) -> Tensor:
     """padding: one (before, after) pair per dim (None = no pad), or a flat torch-style sequence starting from the last dim.
     Negative amounts crop."""
-    if mode != "constant": raise NotImplementedError(f"pad mode {mode!r} is not supported yet; use mode='constant'")
     if all(isinstance(p, int) for p in padding) and len(padding) > 0:
       if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"flat padding {padding} needs an even length of at most 2*ndim={2*self.ndim}")
       pairs = [(0, 0)] * (self.ndim - len(padding) // 2) + [(padding[i], padding[i + 1]) for i in range(len(padding) - 2, -1, -2)]
     else:
       if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one pair per dim of {self.shape}")
       pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    if mode != "constant":  # reflect / replicate / circular live in tensor_ops.py
+      if value != 0: raise ValueError(f"pad mode {mode!r} does not take a value argument")
+      return self._pad_mode(pairs, mode)
     x = self
     crop = [(-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)]
     if any(c != (0, s) for c, s in zip(crop, self.shape)):
@@ -578,52 +580,15 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return out.permute(lead + tuple(range(k)) + tuple(range(k + dim, out.ndim))) if dim and k else out
 
   def __getitem__(self, indices) -> Tensor:
-    if not isinstance(indices, tuple): indices = (indices,)
-    adv = [i for i, x in enumerate(indices) if isinstance(x, (Tensor, list))]
-    if adv:
-      if len(adv) > 1 or any(not (x is Ellipsis or (isinstance(x, slice) and x == slice(None))) for i, x in enumerate(indices) if i != adv[0]):
-        raise NotImplementedError("advanced indexing is supported with one index tensor and otherwise only ':' and '...' so far")
-      idx = indices[adv[0]] if isinstance(indices[adv[0]], Tensor) else Tensor(indices[adv[0]], device=self.device, dtype=dtypes.int32)
-      dim = adv[0] if Ellipsis not in indices[:adv[0]] else self.ndim - (len(indices) - adv[0])
-      return self._index_tensor(_norm_axis(dim, self.ndim), idx)
-    n_real = sum(1 for i in indices if i is not None and i is not Ellipsis)
-    if sum(1 for i in indices if i is Ellipsis) > 1: raise IndexError("an index can only have a single ellipsis (...)")
-    if n_real > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
-    if Ellipsis in indices:
-      k = indices.index(Ellipsis)
-      indices = indices[:k] + (slice(None),) * (self.ndim - n_real) + indices[k + 1:]
-    else: indices = indices + (slice(None),) * (self.ndim - n_real)
-    x, dim, final_shape, flips, shrinks, strides = self, 0, [], [], [], []
-    for idx in indices:
-      if idx is None: final_shape.append(1); continue
-      size = self.shape[dim]
-      if isinstance(idx, bool) or not isinstance(idx, (int, slice)) and not hasattr(idx, "__index__"):
-        raise TypeError(f"unsupported index type {type(idx).__name__}")
-      if isinstance(idx, slice):
-        start, stop, step = idx.indices(size)
-        if step == 0: raise ValueError("slice step cannot be zero")
-        if step > 0: shrinks.append((start, max(start, stop))); cnt = max(0, math.ceil((stop - start) / step))
-        else:
-          # a negative step walks backwards: take [stop+1, start] and flip it
-          lo, hi = (stop + 1, start + 1) if start >= stop else (0, 0)
-          shrinks.append((lo, hi)); cnt = max(0, math.ceil((start - stop) / -step))
-        flips.append(step < 0); strides.append(abs(step)); final_shape.append(cnt)
-      else:
-        i = int(idx)
-        if not -size <= i < size: raise IndexError(f"index {i} is out of bounds for dim {dim} with size {size}")
-        i %= size
-        shrinks.append((i, i + 1)); flips.append(False); strides.append(1)
-      dim += 1
-    x = x.shrink(shrinks)
-    if any(flips): x = x.flip([i for i, f in enumerate(flips) if f])
-    if any(s != 1 for s in strides):
-      # stride s: pad each dim to a multiple of s, split it into (n, s) and keep column 0
-      pads = [(0, (-sh) % st if sh else 0) for sh, st in zip(x.shape, strides)]
-      x = x.pad(pads)
-      x = x.reshape(flatten((sh // st, st) for sh, st in zip(x.shape, strides)))
-      x = x.shrink(flatten(((0, sh // st), (0, 1)) for sh, st in zip(x.shape[::2], [1] * len(strides))) if False else
-                   [p for sh, st in zip(x.shape[0::2], strides) for p in ((0, sh), (0, 1))])
-    return x.reshape(tuple(final_shape))
+    """numpy/PyTorch indexing: ints, slices (negative steps too), None, ..., and integer/bool tensors or lists
+    (advanced indexing, PyTorch's rules for where the indexed dims go). Implemented in tensor_ops.py."""
+    return self._getitem(indices)
+  def __setitem__(self, indices, value) -> None:
+    """self[indices] = value: computes the new full value and rebinds this tensor to it (like assign). Other tensors
+    made from self earlier (views included) keep the old value: there is no aliasing of views."""
+    if self.requires_grad and not Tensor.no_grad:
+      raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
+    self.assign(self._setitem_value(indices, value))
 
   # ---------------- casting
   def cast(self, dtype: DType | str) -> Tensor:
