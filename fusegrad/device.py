@@ -44,6 +44,25 @@ class _Device:
 
 Device = _Device()
 
+# Freed device memory is kept per (device, size) and handed to the next buffer of that size: fresh memory costs a
+# page fault per 4 KiB on first touch, which for a training step's large activations costs more than the kernels.
+ALLOC_CACHE_BYTES = 1 << 30
+_free_lists: dict[tuple[str, int], list] = {}
+_lru: list[tuple[str, int]] = []
+
+def _cached_alloc(device: str, nbytes: int):
+  if mems := _free_lists.get((device, nbytes)):
+    _lru.remove((device, nbytes))
+    return mems.pop()
+  return Device[device].allocator.alloc(nbytes)
+
+def _trim_cache():
+  cached = sum(n * len(v) for (_, n), v in _free_lists.items())
+  while cached > ALLOC_CACHE_BYTES and _lru:
+    key = _lru.pop(0)
+    _free_lists[key].pop(0)
+    cached -= key[1]
+
 class Buffer:
   """`size` elements of `dtype` on `device`; memory is allocated on first use and freed with the object."""
   def __init__(self, device: str, size: int, dtype: DType, initial: bytes | memoryview | None = None):
@@ -54,7 +73,7 @@ class Buffer:
   def nbytes(self) -> int: return self.size * self.dtype.itemsize
   def ensure_allocated(self) -> Buffer:
     if self._mem is None:
-      self._mem = Device[self.device].allocator.alloc(self.nbytes)
+      self._mem = _cached_alloc(self.device, self.nbytes)
       GlobalCounters.mem_used += self.nbytes
       GlobalCounters.mem_peak = max(GlobalCounters.mem_peak, GlobalCounters.mem_used)
     return self
@@ -63,6 +82,9 @@ class Buffer:
   def __del__(self):
     if getattr(self, "_mem", None) is not None:
       GlobalCounters.mem_used -= self.nbytes
+      _free_lists.setdefault((self.device, self.nbytes), []).append(self._mem)
+      _lru.append((self.device, self.nbytes))
+      _trim_cache()
   def copyin(self, data: bytes | memoryview):
     mv = memoryview(data).cast("B")
     if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into a buffer of {self.nbytes} bytes ({self.size} x {self.dtype})")
