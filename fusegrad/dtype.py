@@ -104,14 +104,16 @@ def to_dtype(x: Any) -> DType:
   if x is float: return dtypes.default_float
   raise TypeError(f"unknown dtype {x!r}; use one of {sorted(set(DTYPES_BY_NAME))}")
 
-def _category(d: DType) -> int: return 0 if d == dtypes.bool else 1 if dtypes.is_int(d) else 2
+def category(d: DType) -> int:
+  """0 bool, 1 integer, 2 floating point: promotion never goes down a category."""
+  return 0 if d == dtypes.bool else 1 if dtypes.is_int(d) else 2
 
 def least_upper_dtype(*ds: DType) -> DType:
   """The dtype PyTorch's promotion gives for tensors of these dtypes (no weak scalars)."""
   ds = tuple(dict.fromkeys(d.base for d in ds))
   if len(ds) == 1: return ds[0]
-  top = max(_category(d) for d in ds)
-  ds = tuple(d for d in ds if _category(d) == top)
+  top = max(category(d) for d in ds)
+  ds = tuple(d for d in ds if category(d) == top)
   if len(ds) == 1: return ds[0]
   if top == 2:
     if dtypes.float64 in ds: return dtypes.float64
@@ -130,7 +132,7 @@ def least_upper_dtype(*ds: DType) -> DType:
 def result_dtype(tensor_dtype: DType, scalar: Any) -> DType:
   """Promotion of a tensor with a weak Python scalar, as PyTorch does it: the scalar only raises the category."""
   sc = 0 if isinstance(scalar, bool) else 1 if isinstance(scalar, int) else 2
-  if sc <= _category(tensor_dtype): return tensor_dtype
+  if sc <= category(tensor_dtype): return tensor_dtype
   return dtypes.default_int if sc == 1 else dtypes.default_float
 
 def truncate(dtype: DType, x: Any) -> Any:

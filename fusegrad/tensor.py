@@ -2,7 +2,7 @@
 from __future__ import annotations
 import math, struct, sys, weakref
 from typing import Any, Callable, Iterable, Sequence
-from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float
+from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
 from fusegrad.device import Buffer, Device, canonicalize
 from fusegrad.helpers import argsort, flatten, prod, make_tuple, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable
@@ -409,8 +409,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if x.device != y.device and None not in (x.device, y.device): raise RuntimeError(f"tensors are on different devices: {x.device} and {y.device}; move one with .to()")
     if reverse: x, y = y, x
     if match_dtype:
-      out = least_upper_dtype(x.dtype, y.dtype) if not (_is_weak(x) or _is_weak(y)) else (
-        result_dtype(y.dtype, x.uop.arg) if _is_weak(x) and not _is_weak(y) else result_dtype(x.dtype, y.uop.arg) if _is_weak(y) and not _is_weak(x) else least_upper_dtype(x.dtype, y.dtype))
+      out = promote_types(x, y)
       x, y = x.cast(out), y.cast(out)
     shape = broadcast_shape(x.shape, y.shape)
     return x._broadcast_to(shape), y._broadcast_to(shape)
@@ -755,7 +754,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
 
   __neg__ = neg
   def __add__(self, x): return self.add(x)
-  def __radd__(self, x): return self._to_tensor_rev(x).add(self) if isinstance(x, Tensor) else self._swap(x, Tensor.add)
+  def __radd__(self, x): return self.add(x)
   def __sub__(self, x): return self.sub(x)
   def __rsub__(self, x): return self.sub(x, reverse=True)
   def __mul__(self, x): return self.mul(x)
@@ -780,8 +779,6 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def __rshift__(self, x): return self._bitwise(Ops.SHR, x)
   def __invert__(self): return self.bitwise_not()
   def __abs__(self): return self.abs()
-  def _swap(self, x, fn): a, b = self._broadcasted(x, reverse=True); return fn(a, b)
-  def _to_tensor_rev(self, x): return x
 
   # ---------------- reductions
   def _axes(self, axis) -> tuple[int, ...]:
@@ -832,7 +829,9 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return self.var(axis, keepdim, correction, unbiased).sqrt()
   def var_mean(self, axis=None, keepdim=False, correction=1): return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
   def std_mean(self, axis=None, keepdim=False, correction=1): return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
-  def any(self, axis=None, keepdim: bool = False) -> Tensor: return self.bool().max(axis, keepdim) if self.numel() else self.bool()._reduce(Ops.MAX, axis, keepdim) if False else self.bool().cast(dtypes.uint8)._reduce(Ops.MAX, axis, keepdim).cast(dtypes.bool)
+  def any(self, axis=None, keepdim: bool = False) -> Tensor:
+    # MAX over an empty axis gives the identity 0, so any() of nothing is False as in torch
+    return self.bool().cast(dtypes.uint8)._reduce(Ops.MAX, axis, keepdim).cast(dtypes.bool)
   def all(self, axis=None, keepdim: bool = False) -> Tensor: return self.logical_not().any(axis, keepdim).logical_not()
   def _arg(self, axis, keepdim: bool, largest: bool) -> Tensor:
     x = self if largest else (-self if dtypes.is_float(self.dtype) else ~self if dtypes.is_int(self.dtype) else self.logical_not())
@@ -893,8 +892,13 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     m = (m.abs() == math.inf).where(0, m)  # all -inf (or +inf) rows must not produce nan from inf - inf
     return (x - m).exp().sum(axis, keepdim=True).log().add(m).squeeze(self._axes(axis)) if not keepdim else (x - m).exp().sum(axis, keepdim=True).log() + m
 
-def _is_weak(t: Tensor) -> bool:
-  return t.uop.op is Ops.CONST and t.ndim == 0 and getattr(t, "_weak", True) and False
+def promote_types(x: Tensor, y: Tensor) -> DType:
+  """PyTorch's rule: a 0-d tensor only raises the result's category (int -> float), like a Python scalar does, but
+  with its own dtype; between tensors of the same kind of rank the usual lattice applies."""
+  if (x.ndim == 0) != (y.ndim == 0):
+    dim, zero = (y, x) if x.ndim == 0 else (x, y)
+    return zero.dtype if category(zero.dtype) > category(dim.dtype) else dim.dtype
+  return least_upper_dtype(x.dtype, y.dtype)
 
 # tinygrad spells the bitwise-not dunder and a few aliases differently; keep both spellings available
 Tensor.xor = Tensor.bitwise_xor
