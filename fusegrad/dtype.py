@@ -140,8 +140,8 @@ def truncate(dtype: DType, x: Any) -> Any:
   if dtype == dtypes.bool: return bool(x)
   if dtypes.is_int(dtype):
     if isinstance(x, float):
-      if math.isnan(x) or math.isinf(x): return dtypes.min(dtype) if not dtypes.is_unsigned(dtype) else 0
-      x = int(x)
+      # like the CPU kernels (a cast through int64 on x86): NaN, inf and out-of-range values become -2**63, then wrap
+      x = int(x) if math.isfinite(x) and -2**63 <= x < 2**63 else -2**63
     x = int(x) & (2**dtype.bitsize - 1)
     if not dtypes.is_unsigned(dtype) and x >= 2**(dtype.bitsize - 1): x -= 2**dtype.bitsize
     return x

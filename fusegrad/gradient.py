@@ -30,7 +30,7 @@ def _reduce_grad(g, u: UOp):
     zero = x == 0
     nonzero_prod = zero.where(1, x).prod(axes, keepdim=True, dtype=x.dtype)
     nzeros = zero.cast(g.dtype).sum(axes, keepdim=True, dtype=g.dtype)
-    others = (nzeros == 0).where(out / x.maximum(x) if False else out.expand(x.shape) / zero.where(1, x), 0) + \
+    others = (nzeros == 0).where(out.expand(x.shape) / zero.where(1, x), 0) + \
              ((nzeros == 1) & zero).where(nonzero_prod.expand(x.shape), 0)
     return (g.expand(x.shape) * others,)
   raise NotImplementedError(f"no gradient for reduce {op}")

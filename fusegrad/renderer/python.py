@@ -41,9 +41,6 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
   """Interpret the linear program. mems: memoryviews cast to each buffer's format, in DEFINE_GLOBAL order."""
   slot = {u: i for i, u in enumerate(uops)}
   vals: list = [None] * len(uops)
-  for u in uops:
-    if u.op is Ops.CONST: pass
-  consts = {}
   def get(u: UOp):
     if u.op is Ops.CONST: return u.arg
     return vals[slot[u]]
@@ -56,7 +53,6 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
   accs = {u.arg: i for i, u in enumerate(uops) if u.op is Ops.DEFINE_ACC}
   var_iter = iter(var_vals)
   pc, n = 0, len(uops)
-  gmap = {}
   while pc < n:
     u = uops[pc]
     op = u.op
