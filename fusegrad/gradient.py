@@ -37,7 +37,7 @@ def _reduce_grad(g, u: UOp):
 
 def _pow_grad(g, u: UOp):
   a, b, out = _T(u.src[0]), _T(u.src[1]), _T(u)
-  ga = g * b * a.pow(b - 1)
+  ga = g * (b == 0).where(0, b * a.pow(b - 1))  # d(a**0)/da is 0, also at a == 0 where a**-1 is inf
   gb = g * ((a == 0) & (b >= 0)).where(0, out * a.log())
   return ga, gb
 

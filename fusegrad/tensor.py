@@ -70,6 +70,7 @@ class _NoGrad:
   def __exit__(self, *exc): Tensor.no_grad = self.prev
 
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
+_pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}  # tensors given a new value by assign() and not yet realized
 
 class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   """A lazily evaluated n-dimensional array with PyTorch-style semantics."""
@@ -150,6 +151,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if x.shape != self.shape: raise ValueError(f"assign: shape {x.shape} does not match {self.shape}")
     if x.device != self.device: raise ValueError(f"assign: device {x.device} does not match {self.device}")
     self.uop = x.cast(self.dtype).uop
+    _pending_assigns[id(self)] = weakref.ref(self)
     return self
   def replace(self, x: Tensor) -> Tensor:
     if x.shape != self.shape: raise ValueError(f"replace: shape {x.shape} does not match {self.shape}")
@@ -200,6 +202,9 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   # ---------------- realization and data out
   @staticmethod
   def realize_all(*tensors: Tensor) -> None:
+    # pending assigns happen with the next realize, as an in-place update would have (e.g. BatchNorm running stats)
+    tensors = tensors + tuple(t for r in list(_pending_assigns.values()) if (t := r()) is not None and not any(t is x for x in tensors))
+    _pending_assigns.clear()
     items, views = sched.create_schedule([t.uop for t in tensors])
     run_schedule(items)
     grad_leaves = None
@@ -620,8 +625,19 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def log(self) -> Tensor: return self._unary(Ops.LOG)
   def log2(self) -> Tensor: return self._unary(Ops.LOG2)
   def log10(self) -> Tensor: return self.log2() * (1 / math.log2(10))
-  def log1p(self) -> Tensor: return (self._float() + 1).log()
-  def expm1(self) -> Tensor: return self.exp() - 1
+  def log1p(self) -> Tensor:
+    # log(u) * x / (u - 1) with u = 1 + x rounded cancels the rounding of u, so tiny x keep full precision
+    x = self._float()
+    u = x + 1
+    one = u == 1
+    return (x == math.inf).where(x, one.where(x, u.log() * (x / one.where(1, u - 1))))
+  def expm1(self) -> Tensor:
+    # the same trick for exp: (u - 1) * x / log(u) with u = exp(x)
+    x = self._float()
+    u = x.exp()
+    one, zero, inf = u == 1, u == 0, u == math.inf
+    safe = (one | zero | inf).where(2.0, u)
+    return one.where(x, zero.where(-1.0, inf.where(math.inf, (safe - 1) * x / safe.log())))
   def sin(self) -> Tensor: return self._unary(Ops.SIN)
   def cos(self) -> Tensor: return self._unary(Ops.COS)
   def tan(self) -> Tensor: return self._unary(Ops.TAN)
@@ -688,8 +704,8 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return a._alu(Ops.MOD, b)
   def pow(self, x, reverse: bool = False) -> Tensor:
     a, b = self._broadcasted(x, reverse)
+    if a.dtype == dtypes.bool: return a | b.logical_not()  # x**0 is 1 and x**1 is x
     if not dtypes.is_float(a.dtype):
-      if a.dtype == dtypes.bool: a, b = a.cast(dtypes.int64), b.cast(dtypes.int64)
       return a.cast(dtypes.float64)._alu(Ops.POW, b.cast(dtypes.float64)).cast(a.dtype)
     return a._alu(Ops.POW, b)
   def maximum(self, x) -> Tensor:

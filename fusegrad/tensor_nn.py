@@ -274,7 +274,7 @@ class NNMixin:
   def hardtanh(self: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor: return self.clip(min_val, max_val)
   def mish(self: Any) -> Tensor: return self * self.softplus().tanh()
   def logsigmoid(self: Any) -> Tensor: return -(-self).softplus()
-  def sinh(self: Any) -> Tensor: return (self.exp() - (-self).exp()) / 2
+  def sinh(self: Any) -> Tensor: return (self.expm1() - (-self).expm1()) / 2  # expm1 keeps small arguments exact
   def cosh(self: Any) -> Tensor: return (self.exp() + (-self).exp()) / 2
   def softmin(self: Any, axis: int = -1) -> Tensor: return (-self).softmax(axis)
   def glu(self: Any, dim: int = -1) -> Tensor:

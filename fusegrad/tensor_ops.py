@@ -58,12 +58,7 @@ def _sgn(x: Tensor) -> Tensor:
   """+1 or -1 (for x >= 0 / x < 0, NaN gives +1) as a gradient-free constant of x's dtype."""
   return (x.detach() < 0).where(x.full_like(-1), x.full_like(1))
 
-def _log1p(x: Tensor) -> Tensor:
-  """log(1 + x) accurate for small x: log(u) * x / (u - 1) with u = 1 + x rounded."""
-  u = 1 + x
-  one = u == 1
-  r = one.where(x, u.log() * (x / one.where(1, u - 1)))
-  return (x == math.inf).where(x, r)
+def _log1p(x: Tensor) -> Tensor: return x.log1p()
 
 _LN2 = math.log(2)
 # atan(u) = u + u^3 * P(u^2) on |u| <= tan(pi/8): a least-squares fit of relative error (max ~1.2e-15), made for fusegrad
@@ -183,7 +178,7 @@ def _parse_index(self, indices) -> _Index:
     if x is None: items.append(("none", None, None))
     elif x is Ellipsis: items.append(("ell", None, None))
     elif isinstance(x, slice): items.append(("slice", x, None))
-    elif isinstance(x, bool) or type(x).__name__ == "bool_": items.append(("bool", bool(x), None))
+    elif isinstance(x, bool) or (type(x).__module__ == "numpy" and type(x).__name__ in ("bool_", "bool")): items.append(("bool", bool(x), None))
     elif isinstance(x, T) or isinstance(x, (list, tuple)) or (hasattr(x, "__array_interface__") and getattr(x, "ndim", 0) > 0):
       t, vals = _index_tensor_from(x, self.device)
       if t.dtype == dtypes.bool:
@@ -514,27 +509,27 @@ class OpsMixin:
 
   def _pad_mode(self: Any, pairs: Sequence[tuple[int, int]], mode: str) -> Tensor:
     """pad with mode 'reflect', 'replicate' or 'circular'; pairs has one (before, after) per dim. Negative amounts
-    crop after padding, as in torch."""
+    crop first, as in torch."""
     if mode not in ("reflect", "replicate", "circular"):
       raise NotImplementedError(f"pad mode {mode!r} is not supported; use 'constant', 'reflect', 'replicate' or 'circular'")
-    x = self
+    crop = tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape))
+    if any(lo > hi for lo, hi in crop): raise ValueError(f"negative padding {list(pairs)} crops more than shape {self.shape}")
+    x = self.shrink(crop)
     for d, (b, a) in enumerate(pairs):
-      pb, pa, n = max(b, 0), max(a, 0), self.shape[d]
+      pb, pa, n = max(b, 0), max(a, 0), x.shape[d]
       if pb == 0 and pa == 0: continue
       if mode == "reflect" and (pb >= n or pa >= n):
-        raise ValueError(f"reflect padding ({b}, {a}) must be smaller than the input size {n} at dim {d} of {self.shape}")
+        raise ValueError(f"reflect padding ({b}, {a}) must be smaller than the input size {n} at dim {d} of {x.shape}")
       if mode == "circular" and (pb > n or pa > n):
-        raise ValueError(f"circular padding ({b}, {a}) must be at most the input size {n} at dim {d} of {self.shape}")
-      if mode == "replicate" and n == 0: raise ValueError(f"replicate padding needs a non-empty dim {d} of {self.shape}")
+        raise ValueError(f"circular padding ({b}, {a}) must be at most the input size {n} at dim {d} of {x.shape}")
+      if mode == "replicate" and n == 0: raise ValueError(f"replicate padding needs a non-empty dim {d} of {x.shape}")
       if mode == "reflect": left, right = _shrink_dim(x, d, 1, pb + 1).flip(d), _shrink_dim(x, d, n - 1 - pa, n - 1).flip(d)
       elif mode == "circular": left, right = _shrink_dim(x, d, n - pb, n), _shrink_dim(x, d, 0, pa)
       else:
         left = _shrink_dim(x, d, 0, 1).expand(tuple(pb if i == d else s for i, s in enumerate(x.shape)))
         right = _shrink_dim(x, d, n - 1, n).expand(tuple(pa if i == d else s for i, s in enumerate(x.shape)))
       x = _T().cat(*[p for p in (left, x, right) if p.shape[d]], dim=d)
-    crop = tuple((-min(b, 0), s - (-min(a, 0))) for (b, a), s in zip(pairs, x.shape))
-    if any(lo > hi for lo, hi in crop): raise ValueError(f"negative padding {pairs} crops more than shape {x.shape}")
-    return x.shrink(crop)
+    return x
 
   def repeat_interleave(self: Any, repeats, dim: int | None = None) -> Tensor:
     """Repeat each element `repeats` times along dim (flattened when dim is None); repeats may be per element."""
@@ -559,11 +554,9 @@ class OpsMixin:
     if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid(): indexing must be 'ij' or 'xy', got {indexing!r}")
     if any(t.ndim > 1 for t in ts): raise RuntimeError(f"meshgrid(): expects 0-d or 1-d tensors, got shapes {[t.shape for t in ts]}")
     ts = [t.reshape(-1) for t in ts]
-    if indexing == "xy" and len(ts) >= 2: ts[0], ts[1] = ts[1], ts[0]
     shape = tuple(t.shape[0] for t in ts)
     out = [t.reshape(tuple(-1 if i == k else 1 for i in range(len(ts)))).expand(shape) for k, t in enumerate(ts)]
-    if indexing == "xy" and len(ts) >= 2: out = [o.transpose(0, 1) for o in out]; out[0], out[1] = out[1], out[0]
-    return tuple(out)
+    return tuple(o.transpose(0, 1) for o in out) if indexing == "xy" and len(ts) >= 2 else tuple(out)
 
   def diagonal(self: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal (shifted by offset) of the (dim1, dim2) planes, as a new last dim."""
