@@ -82,6 +82,7 @@ class Buffer:
   def __del__(self):
     if getattr(self, "_mem", None) is not None:
       GlobalCounters.mem_used -= self.nbytes
+      if getattr(self, "_exported", False): return  # a memoryview from .data() may still point at it: never reuse
       _free_lists.setdefault((self.device, self.nbytes), []).append(self._mem)
       _lru.append((self.device, self.nbytes))
       _trim_cache()
@@ -94,6 +95,7 @@ class Buffer:
   def as_memoryview(self) -> memoryview:
     """The buffer's bytes (a copy where the device cannot expose its memory)."""
     self.ensure_allocated()
+    self._exported = True
     return Device[self.device].allocator.as_memoryview(self._mem, self.nbytes)
   def __repr__(self) -> str: return f"<Buffer {self.device} {self.size} {self.dtype}>"
 

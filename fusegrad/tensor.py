@@ -1,6 +1,6 @@
 """The lazy Tensor: every method builds UOps; nothing runs until realize/numpy/item/tolist."""
 from __future__ import annotations
-import math, struct, sys, weakref
+import itertools, math, struct, sys, weakref
 from typing import Any, Callable, Iterable, Sequence
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
 from fusegrad.device import Buffer, Device, canonicalize
@@ -66,11 +66,17 @@ class _TrainMode:
     return wrapper
 
 class _NoGrad:
+  """`with Tensor.inference_mode():` or `@Tensor.inference_mode()`: backward() is refused inside."""
   def __enter__(self): self.prev, Tensor.no_grad = Tensor.no_grad, True
   def __exit__(self, *exc): Tensor.no_grad = self.prev
+  def __call__(self, fn):
+    def wrapper(*args, **kwargs):
+      with _NoGrad(): return fn(*args, **kwargs)
+    return wrapper
 
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
-_pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}  # tensors given a new value by assign() and not yet realized
+_pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
+_leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
 
 class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   """A lazily evaluated n-dimensional array with PyTorch-style semantics."""
@@ -123,7 +129,8 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if requires_grad and sched.buffer_view(self.uop) is None: self.contiguous_leaf_()
     return self
   def contiguous_leaf_(self) -> Tensor:
-    self.uop = self.contiguous().realize().uop
+    """Give this tensor a buffer of its own (a unique node: equal lazy values would otherwise share one gradient)."""
+    self.uop = Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))).realize().uop
     return self
   def is_param_(self) -> Tensor: return self.requires_grad_(True)
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:

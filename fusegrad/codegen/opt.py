@@ -27,9 +27,11 @@ _ids = itertools.count(10_000)
 
 def _new_range(like: UOp, size: int) -> UOp: return UOp(Ops.RANGE, like.dtype, (UOp.const(like.dtype, size),), next(_ids))
 
-def _contiguous_in(body: UOp, r: UOp) -> bool:
-  """Does some load step by exactly 1 along r?"""
-  return any(u.op is Ops.LOAD and any(n is r and c == 1 for n, c in _terms(u.src[1])) for u in body.toposort())
+def _contiguous_in(body: UOp, r: UOp, loop: UOp | None = None) -> bool:
+  """Does some load step by exactly 1 along r (and, if given, also move with `loop`, so it is main traffic and
+  not a small side buffer such as a per-row mean)?"""
+  return any(u.op is Ops.LOAD and any(n is r and c == 1 for n, c in _terms(u.src[1])) and (loop is None or loop in u.src[1].toposort())
+             for u in body.toposort())
 
 def _divisors(n: int, lo: int, hi: int) -> list[int]: return [d for d in range(lo, min(n, hi) + 1) if n % d == 0]
 
@@ -39,7 +41,7 @@ def _analyze(sink: UOp) -> tuple[list[UOp], UOp | None, list[UOp]] | None:
   if not reduces or any(x.op is Ops.REDUCE for r in reduces for x in r.src[0].toposort()): return None
   out_ranges = sorted({u for u in sink.toposort() if u.op is Ops.RANGE} - {r for u in reduces for r in u.src[1:]}, key=lambda r: r.arg)
   j = out_ranges[-1] if out_ranges else None
-  if j is not None and not (all(j in r.src[0].toposort() for r in reduces) and any(_contiguous_in(r.src[0], j) for r in reduces)): j = None
+  if j is not None and not (all(j in r.src[0].toposort() for r in reduces) and any(_contiguous_in(r.src[0], j, r.src[-1]) for r in reduces)): j = None
   return reduces, j, [r for r in reduces if _contiguous_in(r.src[0], r.src[-1])]
 
 def actions(sink: UOp) -> list[Opt]:
@@ -50,7 +52,7 @@ def actions(sink: UOp) -> list[Opt]:
   if j is not None: out += [Opt("VECTOR", t) for t in _divisors(j.src[0].arg, 4, 1024)]
   sizes = [r.src[-1].src[0].arg for r in lane_reduces]
   out += [Opt("LANES", n) for n in (4, 8, 16, 32) if sizes and all(s % n == 0 for s in sizes)]
-  return out
+  return out + ([c] if (c := choose(sink)) not in out else [])
 
 def choose(sink: UOp) -> Opt:
   """The default heuristic (measured on matmul and conv kernels): a contiguous output loop of 8 or more becomes the

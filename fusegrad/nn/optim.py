@@ -9,7 +9,7 @@ class Optimizer:
   def __init__(self, params: list[Tensor], lr: float | Tensor):
     params = list(params)
     for p in params:
-      if p.requires_grad is None: p.requires_grad = True
+      if p.requires_grad is None: p.requires_grad_(True)  # also gives lazily-initialized parameters their own buffer
     self.params = [p for p in params if p.requires_grad]
     if not self.params: raise ValueError("optimizer got no parameters that require grad")
     self.device = self.params[0].device

@@ -39,7 +39,7 @@ def _resolve(u: UOp) -> UOp:
   return realized[u] if u in realized else u
 
 EXPAND_COST_LIMIT = 8
-EXPENSIVE = {Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.POW, Ops.TANH, Ops.ERF, Ops.IDIV, Ops.MOD}
+EXPENSIVE = {Ops.SIGMOID, Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.POW, Ops.TANH, Ops.ERF, Ops.IDIV, Ops.MOD}
 
 def _cost(u: UOp, stop, memo: dict) -> int:
   """Rough ALU count of the fused work that computes u (stops at buffers and materialized nodes)."""

@@ -97,3 +97,25 @@ def test_training_flag_and_no_grad():
   y = Tensor.ones(1000)
   assert y.dropout(0.5).tolist() == y.tolist()
   with Tensor.train(): assert 300 < (y.dropout(0.5) == 0).sum().item() < 700
+
+def test_equal_leaves_get_their_own_gradients():
+  a, b = Tensor.ones(2, requires_grad=True), Tensor.ones(2, requires_grad=True)
+  (a * 2 + b * 3).sum().backward()
+  assert a.grad.tolist() == [2.0, 2.0] and b.grad.tolist() == [3.0, 3.0]
+  # two layers with the same lazy init are separate parameters once an optimizer owns them
+  l1, l2 = nn.LayerNorm(3), nn.LayerNorm(3)
+  optim.SGD([l1.weight, l2.weight], lr=1.0)
+  x = Tensor([[1.0, 2.0, 4.0]])
+  (l1(x).sum() * 2 + l2(x).square().sum()).backward()
+  assert l1.weight.grad.tolist() != l2.weight.grad.tolist()
+
+def test_data_view_survives_later_allocations():
+  mv = (Tensor([1.0, 2.0]) + 1).data()
+  (Tensor([5.0, 6.0]) * 10).realize()
+  assert mv.tolist() == [2.0, 3.0]
+
+def test_inference_mode_decorator():
+  x = Tensor([1.0], requires_grad=True)
+  @Tensor.inference_mode()
+  def f(): (x * 2).sum().backward()
+  with pytest.raises(RuntimeError, match="no_grad"): f()
