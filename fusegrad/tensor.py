@@ -193,6 +193,8 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def size(self, dim: int | None = None): return self.shape if dim is None else self.shape[_norm_axis(dim, self.ndim)]
   @property
   def T(self) -> Tensor: return self.transpose()
+  @property
+  def lazydata(self) -> UOp: return self.uop  # the name older tinygrad programs use
   def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
   def __len__(self) -> int:
     if not self.shape: raise TypeError("len() of a 0-d tensor")
@@ -528,6 +530,8 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     x = x.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(repeats, base)))
     return x.reshape(tuple(r * s for r, s in zip(repeats, base)))
   def cat(self, *others: Tensor, dim: int = 0) -> Tensor:
+    """tinygrad's `a.cat(b, c, dim=...)` / `Tensor.cat(a, b, c)`, and torch's `Tensor.cat([a, b, c], dim)`."""
+    self, others, dim = _sequence_args(self, others, dim)
     ts = [self, *others]
     if any(t.ndim == 0 for t in ts): raise ValueError("zero-dimensional tensors cannot be concatenated")
     d = _norm_axis(dim, self.ndim)
@@ -544,6 +548,8 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       off += t.shape[d]
     return out  # type: ignore
   def stack(self, *others: Tensor, dim: int = 0) -> Tensor:
+    """tinygrad's `a.stack(b, dim=...)` / `Tensor.stack(a, b)`, and torch's `Tensor.stack([a, b], dim)`."""
+    self, others, dim = _sequence_args(self, others, dim)
     ts = [self, *others]
     if any(t.shape != self.shape for t in ts): raise ValueError(f"stack needs equal shapes, got {[t.shape for t in ts]}")
     d = _norm_axis(dim, self.ndim + 1)
@@ -914,6 +920,12 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     m = x.max(axis, keepdim=True)
     m = (m.abs() == math.inf).where(0, m)  # all -inf (or +inf) rows must not produce nan from inf - inf
     return (x - m).exp().sum(axis, keepdim=True).log().add(m).squeeze(self._axes(axis)) if not keepdim else (x - m).exp().sum(axis, keepdim=True).log() + m
+
+def _sequence_args(first, others: tuple, dim: int) -> tuple:
+  """Accept torch's `f([a, b], dim)` besides tinygrad's `f(a, b, dim=dim)`."""
+  if not isinstance(first, (list, tuple)): return first, others, dim
+  if not first: raise ValueError("expected a non-empty sequence of tensors")
+  return first[0], (*first[1:], *[o for o in others if isinstance(o, Tensor)]), next((o for o in others if isinstance(o, int)), dim)
 
 def promote_types(x: Tensor, y: Tensor) -> DType:
   """PyTorch's rule: a 0-d tensor only raises the result's category (int -> float), like a Python scalar does, but

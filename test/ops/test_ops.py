@@ -1251,3 +1251,9 @@ class TestErrors:
 
   def test_device_mismatch(self):
     with pytest.raises(Exception, match="PYTHON|CPU"): Tensor([1.0], device="CPU") + Tensor([1.0], device="PYTHON")
+
+def test_cat_stack_accept_torch_style_sequences():
+  a, b = Tensor([1.0, 2.0]), Tensor([3.0, 4.0])
+  assert Tensor.cat([a, b]).tolist() == Tensor.cat(a, b).tolist() == [1.0, 2.0, 3.0, 4.0]
+  assert Tensor.stack((a, b), 1).tolist() == Tensor.stack(a, b, dim=1).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+  with pytest.raises(ValueError): Tensor.cat([])
