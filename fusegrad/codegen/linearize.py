@@ -47,7 +47,13 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
   sink = graph_rewrite(sink, symbolic)
   if not NOOPT: sink = apply_opt(sink, choose(sink) if opt is None else opt)
   sink = graph_rewrite(sink, symbolic + legalize)
-  order = sink.toposort()
+  # REDUCEs over the very same loops (the copies UPCAST makes) share one loop nest: group them, and order the graph
+  # so every member's body comes before any member, so the shared loop can be placed at the first one
+  groups: dict[tuple, list[UOp]] = {}
+  for u in sink.toposort():
+    if u.op is Ops.REDUCE: groups.setdefault((u.src[1:], u.arg[1] if isinstance(u.arg, tuple) else None), []).append(u)
+  group_of = {m: g for g in groups.values() for m in g}
+  order = _toposort(sink, lambda u: u.src + (tuple(m.src[0] for m in group_of[u] if m is not u) if u in group_of else ()))
   deps: dict[UOp, frozenset] = {}
   for u in order:
     if u.op is Ops.RANGE: deps[u] = frozenset([u])
@@ -65,6 +71,9 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
   loops: dict[UOp, tuple[Block, Block]] = {}
   for u in reversed(order):
     if u.op is not Ops.REDUCE: continue
+    if (first := group_of[u][0]) in loops:
+      loops[u] = loops[first]
+      continue
     home = parent = deepest(deps[u] - {u.arg[1]} if isinstance(u.arg, tuple) else deps[u])
     outer = None
     for r in u.src[1:]:
@@ -72,17 +81,19 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
       if outer is None: outer = b
       else: parent.inner = b
       parent = b
-    loops[u] = (outer, parent)  # type: ignore
+    loops[group_of[u][0]] = loops[u] = (outer, parent)  # type: ignore
+  accs = {u: UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(_op(u), u.dtype)),), u) for u in group_of}
+  placed: set[int] = set()
   for u in order:
     if u.op in (Ops.RANGE, Ops.SINK): continue
     home = deepest(deps[u])
     if u.op is Ops.REDUCE:
       outer, inner = loops[u]
       arr = isinstance(u.arg, tuple)  # an accumulator array indexed by the last range (see codegen/opt.py)
-      op = u.arg[0] if arr else u.arg
-      acc = UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(op, u.dtype)),), u)
-      inner.items.append(UOp(Ops.ACC_UPDATE, u.dtype, (acc, u.src[0]) + ((u.src[-1],) if arr else ()), op))
-      deepest(deps[u] - {u.arg[1]} if arr else deps[u]).items += [acc, outer]
+      inner.items.append(UOp(Ops.ACC_UPDATE, u.dtype, (accs[u], u.src[0]) + ((u.src[-1],) if arr else ()), _op(u)))
+      if id(outer) not in placed:  # the first member of a group places every accumulator, then the shared loop
+        placed.add(id(outer))
+        deepest(deps[u] - {u.arg[1]} if arr else deps[u]).items += [*(accs[m] for m in group_of[u]), outer]
     home.items.append(u)
   out: list[UOp] = []
   def flatten(b: Block):
@@ -94,3 +105,19 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
     if b.rng is not None: out.append(UOp(Ops.ENDRANGE, dtypes.void, (b.rng,)))
   flatten(root)
   return out
+
+def _op(u: UOp) -> Ops: return u.arg[0] if isinstance(u.arg, tuple) else u.arg
+
+def _toposort(root: UOp, srcs) -> list[UOp]:
+  """Sources before users, where `srcs(u)` may add dependencies the graph does not have."""
+  seen: set[UOp] = set()
+  order: list[UOp] = []
+  stack: list[tuple[UOp, bool]] = [(root, False)]
+  while stack:
+    u, done = stack.pop()
+    if done: order.append(u); continue
+    if u in seen: continue
+    seen.add(u)
+    stack.append((u, True))
+    stack.extend((s, False) for s in reversed(srcs(u)) if s not in seen)
+  return order
