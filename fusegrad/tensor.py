@@ -601,11 +601,40 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     (advanced indexing, PyTorch's rules for where the indexed dims go). Implemented in tensor_ops.py."""
     return self._getitem(indices)
   def __setitem__(self, indices, value) -> None:
-    """self[indices] = value: computes the new full value and rebinds this tensor to it (like assign). Other tensors
-    made from self earlier (views included) keep the old value: there is no aliasing of views."""
+    """self[indices] = value, written in place into this tensor's buffer: views of it (slices, reshapes, transposes,
+    made before or after) see the new values, as in torch. Writing through a view, or inside a TinyJit capture, rebinds
+    the tensor to the new value instead (like assign), and the other views keep the old one."""
     if self.requires_grad and not Tensor.no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
-    self.assign(self._setitem_value(indices, value))
+    value = self._setitem_value(indices, value)
+    from fusegrad.engine import realize as _realize
+    if _realize.capturing is not None or not self._write_in_place(value): self.assign(value)
+
+  def _write_in_place(self, value: Tensor) -> bool:
+    """Copy value into this tensor's own buffer. Lazy tensors computed from the old contents are realized first, and
+    cached results that read the buffer are dropped, so only views (which alias the buffer) see the new data."""
+    # a value that autograd must still see through keeps the lazy (rebinding) form
+    grad_leaves = {g.uop for r in list(_all_tensors.values()) if (g := r()) is not None and g.requires_grad and
+                   (b := sched.buffer_view(g.uop)) is not None and _is_view_of(g.uop, b)}
+    if grad_leaves and any(u in grad_leaves for x in (self, value) for u in x.uop.toposort(lambda u: u.op is Ops.DETACH)): return False
+    lazy = self.uop
+    if (b := sched.buffer_view(lazy)) is None or not _is_view_of(lazy, b):
+      # a lazy tensor (or one whose value is a cached result other tensors share) gets a buffer of its own now;
+      # views made of its lazy value become views of that buffer
+      self.contiguous_leaf_()
+      for r in list(_all_tensors.values()):
+        if (t := r()) is not None and t is not self and t.uop is not lazy and _is_view_of(t.uop, lazy): t.uop = t.uop.substitute({lazy: self.uop})
+    if self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or (base := sched.buffer_view(self.uop)) is None or base.device != self.device or \
+       base.device.startswith("DISK"): return False
+    new = value.cast(self.dtype).contiguous()
+    readers = [t for r in list(_all_tensors.values()) if (t := r()) is not None and t is not self and not _is_view_of(t.uop, base)
+               and any(u is base or u is lazy for u in t.uop.toposort())]
+    Tensor.realize_all(new, *readers)
+    for t in readers: t.uop = sched.realized.get(t.uop, t.uop)  # pin each to the value computed from the old contents
+    sched.buffers[base].copyin(new._buffer().as_memoryview())
+    for k, v in list(sched.realized.items()):
+      if sched.buffer_view(v) is base or base in k.toposort(): sched.realized.pop(k, None)
+    return True
 
   # ---------------- casting
   def cast(self, dtype: DType | str) -> Tensor:
@@ -920,6 +949,11 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     m = x.max(axis, keepdim=True)
     m = (m.abs() == math.inf).where(0, m)  # all -inf (or +inf) rows must not produce nan from inf - inf
     return (x - m).exp().sum(axis, keepdim=True).log().add(m).squeeze(self._axes(axis)) if not keepdim else (x - m).exp().sum(axis, keepdim=True).log() + m
+
+def _is_view_of(u: UOp, base: UOp) -> bool:
+  """Is u only movement ops over `base` (so it reads the buffer's current contents whenever it is evaluated)?"""
+  while u is not base and u.op in GroupOp.Movement: u = u.src[0]
+  return u is base
 
 def _sequence_args(first, others: tuple, dim: int) -> tuple:
   """Accept torch's `f([a, b], dim)` besides tinygrad's `f(a, b, dim=dim)`."""
