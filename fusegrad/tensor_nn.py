@@ -38,11 +38,13 @@ def _conv_pads(padding: Any, k_: tuple[int, ...], d_: tuple[int, ...], s_: tuple
   if len(p) == 2 * n: return [(p[2 * (n - 1 - i)], p[2 * (n - 1 - i) + 1]) for i in range(n)]
   raise ValueError(f"padding {padding} needs 1, {n} or {2 * n} values for {n} spatial dims")
 
+from fusegrad.uop.ops import Ops, UOp  # noqa: E402
+
 class NNMixin:
   # ---------------------------------------------------------------- windows
   def _pool(self: Any, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
-    """Sliding windows over the last len(k_) dims using movement ops only.
-    (..., *i) -> (..., *o, *k) where out[..., o, k] = in[..., o*stride + k*dilation]."""
+    """Sliding windows over the last len(k_) dims, a WINDOW view (index math only; its gradient is a sum of shifted
+    copies): (..., *i) -> (..., *o, *k) where out[..., o, k] = in[..., o*stride + k*dilation]."""
     n = len(k_)
     if self.ndim < n: raise ValueError(f"pooling with a {n}-d window needs at least {n} dims, got shape {self.shape}")
     s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
@@ -50,30 +52,7 @@ class NNMixin:
     o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(i_, k_, s_, d_))
     if any(o <= 0 for o in o_) or any(k <= 0 for k in k_) or any(s <= 0 for s in s_) or any(d <= 0 for d in d_):
       raise ValueError(f"window {tuple(k_)} (stride {s_}, dilation {d_}) does not fit the input's spatial size {i_}")
-    nl = len(lead)
-    if True:  # a WINDOW view: pure index math, and its gradient is a sum of shifted copies
-      from fusegrad.uop.ops import UOp, Ops
-      return _T()(UOp(Ops.WINDOW, self.dtype, (self.uop,), (tuple(k_), s_, d_)))
-    if all(k <= s for k, s in zip(k_, s_)) and all(d == 1 for d in d_):
-      # windows do not overlap: crop/pad each dim to o*s, split into (o, s) and keep the first k of each s
-      x = self.pad(tuple(None for _ in lead) + tuple((0, o * s - i) for i, o, s in zip(i_, o_, s_)))
-      x = x.reshape(lead + tuple(flatten((o, s) for o, s in zip(o_, s_))))
-      x = x.shrink(tuple(None for _ in lead) + tuple(flatten(((0, o), (0, k)) for o, k in zip(o_, k_))))
-      return x.reshape(lead + tuple(flatten((o, k) for o, k in zip(o_, k_)))).permute(
-        *range(nl), *(nl + 2 * j for j in range(n)), *(nl + 2 * j + 1 for j in range(n)))
-    # overlapping windows: tile each dim e times, read the tiled sequence as rows of length r = c*i + d, so row j starts
-    # j*d later (mod i) than row j-1; taking every s-th element of a row then gives in[o*s + j*d]
-    r_ = tuple(max(1, -(-(o * s - d) // i)) * i + d for i, o, s, d in zip(i_, o_, s_, d_))
-    e_ = tuple(-(-(k * r) // i) for i, k, r in zip(i_, k_, r_))
-    x = self.reshape(lead + tuple(flatten((1, i) for i in i_))).expand(lead + tuple(flatten((e, i) for e, i in zip(e_, i_))))
-    x = x.reshape(lead + tuple(e * i for e, i in zip(e_, i_)))
-    x = x.shrink(tuple(None for _ in lead) + tuple((0, k * r) for k, r in zip(k_, r_)))
-    x = x.reshape(lead + tuple(flatten((k, r) for k, r in zip(k_, r_))))
-    x = x.shrink(tuple(None for _ in lead) + tuple(flatten(((0, k), (0, o * s)) for k, o, s in zip(k_, o_, s_))))
-    x = x.reshape(lead + tuple(flatten((k, o, s) for k, o, s in zip(k_, o_, s_))))
-    x = x.shrink(tuple(None for _ in lead) + tuple(flatten(((0, k), (0, o), (0, 1)) for k, o in zip(k_, o_))))
-    x = x.reshape(lead + tuple(flatten((k, o) for k, o in zip(k_, o_))))
-    return x.permute(*range(nl), *(nl + 2 * j + 1 for j in range(n)), *(nl + 2 * j for j in range(n)))
+    return _T()(UOp(Ops.WINDOW, self.dtype, (self.uop,), (tuple(k_), s_, d_)))
 
   def _pool_pads(self: Any, k_, s_, d_, padding, ceil_mode: bool) -> tuple[list[tuple[int, int]], list[int]]:
     """(regular (before, after) pads per dim, extra after-padding that ceil_mode adds)."""
