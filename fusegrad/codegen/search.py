@@ -59,7 +59,7 @@ def beam_search(device: str, ast: UOp, bufs, var_vals: dict, width: int) -> Opt:
     prg = get_program(device, ast, opt)
     finals.append((_time(prg, mems, [var_vals[v] for v in prg.spec.vars], 3), opt))
   best_t, best = min(finals, key=lambda x: x[0]) if finals else (0.0, Opt("NONE"))
-  if DEBUG >= 1: print(f"\rbeam: {len(timed)}/{len(cands)} candidates timed, best {best.kind} {best.arg} ({best_t*1e6:.1f} us)")
+  if DEBUG >= 1: print(f"\rbeam: {len(timed)}/{len(cands)} candidates timed, best {best.kind} {best.arg} upcast {best.upcast} ({best_t*1e6:.1f} us)")
   store_opt(key, best)
   return best
 
