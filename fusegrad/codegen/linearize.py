@@ -53,7 +53,7 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
   for u in sink.toposort():
     if u.op is Ops.REDUCE: groups.setdefault((u.src[1:], u.arg[1] if isinstance(u.arg, tuple) else None), []).append(u)
   group_of = {m: g for g in groups.values() for m in g}
-  order = _toposort(sink, lambda u: u.src + (tuple(m.src[0] for m in group_of[u] if m is not u) if u in group_of else ()))
+  order = sink.toposort(srcs=lambda u: u.src + (tuple(m.src[0] for m in group_of[u] if m is not u) if u in group_of else ()))
   deps: dict[UOp, frozenset] = {}
   for u in order:
     if u.op is Ops.RANGE: deps[u] = frozenset([u])
@@ -107,17 +107,3 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
   return out
 
 def _op(u: UOp) -> Ops: return u.arg[0] if isinstance(u.arg, tuple) else u.arg
-
-def _toposort(root: UOp, srcs) -> list[UOp]:
-  """Sources before users, where `srcs(u)` may add dependencies the graph does not have."""
-  seen: set[UOp] = set()
-  order: list[UOp] = []
-  stack: list[tuple[UOp, bool]] = [(root, False)]
-  while stack:
-    u, done = stack.pop()
-    if done: order.append(u); continue
-    if u in seen: continue
-    seen.add(u)
-    stack.append((u, True))
-    stack.extend((s, False) for s in reversed(srcs(u)) if s not in seen)
-  return order

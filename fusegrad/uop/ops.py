@@ -64,8 +64,9 @@ class UOp(metaclass=UOpMeta):
     return UOp(new["op"], new["dtype"], tuple(new["src"]), new["arg"])
 
   # ---- graph walking
-  def toposort(self, stop: Callable[[UOp], bool] | None = None) -> list[UOp]:
-    """Sources before users; an iterative DFS so deep graphs do not hit the recursion limit."""
+  def toposort(self, stop: Callable[[UOp], bool] | None = None, srcs: Callable[[UOp], tuple] | None = None) -> list[UOp]:
+    """Sources before users; an iterative DFS so deep graphs do not hit the recursion limit. `stop(u)`: do not walk
+    below u; `srcs(u)`: the sources to follow instead of u.src (to add ordering constraints the graph lacks)."""
     seen: set[int] = set()
     order: list[UOp] = []
     stack: list[tuple[UOp, bool]] = [(self, False)]
@@ -75,7 +76,7 @@ class UOp(metaclass=UOpMeta):
       if id(u) in seen: continue
       seen.add(id(u))
       stack.append((u, True))
-      if stop is None or not stop(u): stack.extend((s, False) for s in reversed(u.src) if id(s) not in seen)
+      if stop is None or not stop(u): stack.extend((s, False) for s in reversed(u.src if srcs is None else srcs(u)) if id(s) not in seen)
     return order
   def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
     cache: dict[UOp, UOp] = {}
