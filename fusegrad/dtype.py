@@ -4,8 +4,10 @@ import math, struct
 from dataclasses import dataclass
 from typing import Any
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=False)
 class DType:
+  """A scalar type. The instances in `dtypes` are the only ones, so equality is identity (fast: promotion and every
+  op compare dtypes); PtrDType, made per buffer size, compares by value."""
   priority: int      # order used for sorting/printing only
   itemsize: int
   name: str
@@ -13,18 +15,23 @@ class DType:
   def __repr__(self) -> str: return f"dtypes.{_CANONICAL.get(self.name, self.name)}"
   def __lt__(self, o: "DType") -> bool: return self.priority < o.priority
   def ptr(self, size: int = -1) -> "PtrDType": return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self, size)
+  def __reduce__(self): return (_dtype_named, (self.name,))  # unpickles to the one instance (equality is identity)
   @property
   def base(self) -> "DType": return self
   @property
   def bitsize(self) -> int: return self.itemsize * 8
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, eq=True)  # value equality: equal pointer types must give equal (hash-consed) kernel nodes
 class PtrDType(DType):
   elem: DType = None  # type: ignore
   size: int = -1
   def __repr__(self) -> str: return f"{self.elem}.ptr({self.size})"
+  def __reduce__(self): return (_ptr_dtype, (self.elem, self.size))
   @property
   def base(self) -> DType: return self.elem
+
+def _dtype_named(name: str) -> DType: return next(d for d in vars(dtypes).values() if isinstance(d, DType) and d.name == name)
+def _ptr_dtype(elem: DType, size: int) -> PtrDType: return elem.ptr(size)
 
 class dtypes:
   void = DType(-1, 0, "void", None)
