@@ -1,6 +1,6 @@
 """Small shared utilities: environment flags, Context, counters, timing."""
 from __future__ import annotations
-import contextlib, functools, math, os, sys, time
+import contextlib, functools, os, sys, time
 from typing import Any, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
@@ -107,8 +107,3 @@ class tqdm:
     sys.stderr.flush()
   def close(self):
     if not self.disable: sys.stderr.write("\n")
-
-def to_float32(x: float) -> float:
-  import struct
-  try: return struct.unpack("f", struct.pack("f", x))[0]
-  except OverflowError: return math.copysign(math.inf, x)

@@ -1,10 +1,10 @@
 """The lazy Tensor: every method builds UOps; nothing runs until realize/numpy/item/tolist."""
 from __future__ import annotations
 import itertools, math, struct, sys, weakref
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
-from fusegrad.device import Buffer, Device, canonicalize
-from fusegrad.helpers import argsort, flatten, prod, make_tuple, TRAINING
+from fusegrad.device import Buffer, canonicalize
+from fusegrad.helpers import flatten, prod, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable
 from fusegrad import schedule as sched
 from fusegrad.engine.realize import run_schedule
@@ -847,7 +847,6 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return axes
   def _reduce(self, op: Ops, axis=None, keepdim: bool = False) -> Tensor:
     axes = self._axes(axis)
-    x = self
     if self.ndim == 0: return self
     red = Tensor(UOp(Ops.REDUCE_AXIS, self.dtype, (self.uop,), (op, tuple(sorted(axes))))) if axes else self
     return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))

@@ -48,7 +48,7 @@ class NNMixin:
     n = len(k_)
     if self.ndim < n: raise ValueError(f"pooling with a {n}-d window needs at least {n} dims, got shape {self.shape}")
     s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
-    lead, i_ = self.shape[:-n], self.shape[-n:]
+    i_ = self.shape[-n:]
     o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(i_, k_, s_, d_))
     if any(o <= 0 for o in o_) or any(k <= 0 for k in k_) or any(s <= 0 for s in s_) or any(d <= 0 for d in d_):
       raise ValueError(f"window {tuple(k_)} (stride {s_}, dilation {d_}) does not fit the input's spatial size {i_}")

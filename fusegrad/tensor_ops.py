@@ -10,7 +10,7 @@ where PyTorch returns int64."""
 from __future__ import annotations
 import math, string
 from typing import TYPE_CHECKING, Any, Sequence
-from fusegrad.dtype import DType, dtypes, least_upper_dtype, to_dtype
+from fusegrad.dtype import DType, dtypes, to_dtype
 from fusegrad.helpers import flatten, prod
 
 if TYPE_CHECKING:

@@ -46,7 +46,7 @@ class TinyJit:
   def reset(self): self.cnt, self.captured = 0, None
 
   def __call__(self, *args, **kwargs) -> Any:
-    from fusegrad.tensor import Tensor, _all_tensors
+    from fusegrad.tensor import Tensor
     if self.fxn is None: raise TypeError("TinyJit needs a function: use @TinyJit or TinyJit(fn)")
     inputs = _tensors_in(args) + _tensors_in(kwargs)
     if not JIT: return self.fxn(*args, **kwargs)

@@ -1,7 +1,6 @@
 """Renderers turn a linear UOp list into source text for one kind of device."""
 from __future__ import annotations
 from dataclasses import dataclass, field
-from fusegrad.helpers import prod
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 
 @dataclass

@@ -2,7 +2,7 @@
 from __future__ import annotations
 import struct
 from fusegrad.dtype import dtypes, truncate, bf16_to_float, float_to_bf16
-from fusegrad.uop.ops import GroupOp, Ops, UOp, exec_alu, PYTHON_ALU
+from fusegrad.uop.ops import GroupOp, Ops, UOp, exec_alu
 from fusegrad.renderer import ProgramSpec, estimate, kernel_name
 
 def render_python(uops: list[UOp]) -> ProgramSpec:

@@ -35,13 +35,10 @@ class ScheduleItem:
   device: str
   var_vals: tuple = ()   # ((DEFINE_VAR, value), ...) bound for this launch
 
-def _resolve(u: UOp) -> UOp:
-  return realized[u] if u in realized else u
-
 EXPAND_COST_LIMIT = 8
 EXPENSIVE = {Ops.SIGMOID, Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.POW, Ops.TANH, Ops.ERF, Ops.IDIV, Ops.MOD}
 
-def _cost(u: UOp, stop, memo: dict) -> int:
+def _cost(u: UOp, stop) -> int:
   """Rough ALU count of the fused work that computes u (stops at buffers and materialized nodes)."""
   total, seen, stack = 0, set(), [u]
   while stack:
@@ -65,7 +62,6 @@ def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
     for s in u.src: users.setdefault(s, []).append(u)
   ctx: dict[UOp, frozenset] = {}
   expanded: dict[UOp, bool] = {}
-  cost_memo: dict = {}
   for u in reversed(order):
     if u.op is Ops.SINK: continue
     ps = users.get(u, [])
@@ -80,7 +76,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
     if u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u]): materialize[u] = None
     # a padded input read through sliding windows (a padded conv) is copied once, so the conv's loads need no bounds checks
     elif u.op is Ops.PAD and any(p.op is Ops.WINDOW for p in ps): materialize[u] = None
-    elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize, cost_memo) > EXPAND_COST_LIMIT:
+    elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
       materialize[u] = None
     if u in materialize: ctx[u], expanded[u] = frozenset([u]), False

@@ -1,6 +1,6 @@
 """Patterns over UOps and the rewrite engine every lowering stage uses."""
 from __future__ import annotations
-import itertools, sys
+import itertools
 from typing import Any, Callable
 from fusegrad.dtype import DType
 from fusegrad.uop.ops import Ops, UOp
@@ -73,7 +73,7 @@ def _wants_ctx(fn: Callable) -> bool:
     except AttributeError: return False
   return fn._wants_ctx  # type: ignore
 
-def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True) -> UOp:
+def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
   """Rewrite every node (sources first) until no pattern applies; results are rewritten again, to a fixed point."""
   done: dict[UOp, UOp] = {}
   def rewrite(root: UOp) -> UOp:
