@@ -118,6 +118,12 @@ class LayerNorm2d(LayerNorm):
   """LayerNorm over the channel dim of (N, C, H, W)."""
   def __call__(self, x: Tensor) -> Tensor: return super().__call__(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 
+def _channel_affine(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+  """x * weight + bias with one weight and bias per channel (dim 1); x unchanged without affine parameters."""
+  if weight is None or bias is None: return x
+  shape = (1, -1) + (1,) * (x.ndim - 2)
+  return x * weight.reshape(shape) + bias.reshape(shape)
+
 class GroupNorm:
   """Split the C channels of (N, C, ...) into num_groups groups and normalise each group; per-channel affine."""
   def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
@@ -128,9 +134,7 @@ class GroupNorm:
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.num_channels: raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}) got input shape {x.shape}")
     x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape)
-    if self.weight is None or self.bias is None: return x
-    shape = (1, -1) + (1,) * (x.ndim - 2)
-    return x * self.weight.reshape(shape) + self.bias.reshape(shape)
+    return _channel_affine(x, self.weight, self.bias)
 
 class InstanceNorm:
   """Normalise each (sample, channel) over its spatial dims; per-channel affine (on by default, as tinygrad)."""
@@ -141,9 +145,7 @@ class InstanceNorm:
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 3 or x.shape[1] != self.num_features: raise ValueError(f"InstanceNorm({self.num_features}) needs input (N, {self.num_features}, ...), got shape {x.shape}")
     x = x.reshape(x.shape[0], self.num_features, -1).layernorm(eps=self.eps).reshape(x.shape)
-    if self.weight is None or self.bias is None: return x
-    shape = (1, -1) + (1,) * (x.ndim - 2)
-    return x * self.weight.reshape(shape) + self.bias.reshape(shape)
+    return _channel_affine(x, self.weight, self.bias)
 
 class InstanceNorm1d(InstanceNorm):
   """torch's defaults: no affine parameters unless asked."""
