@@ -76,6 +76,8 @@ class _NoGrad:
 
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
 _pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
+
+def _live_tensors() -> list["Tensor"]: return [t for r in list(_all_tensors.values()) if (t := r()) is not None]
 _leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
 
 class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
@@ -146,7 +148,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     """Accumulate d(self)/d(t) into t.grad for every tensor t with requires_grad=True in self's graph."""
     if Tensor.no_grad: raise RuntimeError("backward() while Tensor.no_grad is set (or inside Tensor.inference_mode()): gradients are off")
     in_graph = set(self.uop.toposort())
-    params = [t for r in list(_all_tensors.values()) if (t := r()) is not None and t.requires_grad and t.uop in in_graph]
+    params = [t for t in _live_tensors() if t.requires_grad and t.uop in in_graph]
     if not params: raise RuntimeError("backward(): no tensor in this graph has requires_grad=True")
     for t, g in zip(params, self.gradient(*params, gradient=gradient)):
       if g.shape != t.shape: raise RuntimeError(f"internal error: gradient shape {g.shape} != tensor shape {t.shape}")
@@ -224,7 +226,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
         # keep the lazy graph while it still leads to a tensor that needs a gradient (so y.numpy(); y.backward() works);
         # the realized map makes later kernels read the buffer instead of recomputing
         if not t.requires_grad:
-          if grad_leaves is None: grad_leaves = {g.uop for r in list(_all_tensors.values()) if (g := r()) is not None and g.requires_grad}
+          if grad_leaves is None: grad_leaves = {g.uop for g in _live_tensors() if g.requires_grad}
           if grad_leaves and any(u in grad_leaves for u in old.toposort(lambda u: u.op is Ops.DETACH)): continue
         t.uop = views[old]
   def realize(self, *lst: Tensor) -> Tensor:
@@ -614,7 +616,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     """Copy value into this tensor's own buffer. Lazy tensors computed from the old contents are realized first, and
     cached results that read the buffer are dropped, so only views (which alias the buffer) see the new data."""
     # a value that autograd must still see through keeps the lazy (rebinding) form
-    grad_leaves = {g.uop for r in list(_all_tensors.values()) if (g := r()) is not None and g.requires_grad and
+    grad_leaves = {g.uop for g in _live_tensors() if g.requires_grad and
                    (b := sched.buffer_view(g.uop)) is not None and _is_view_of(g.uop, b)}
     if grad_leaves and any(u in grad_leaves for x in (self, value) for u in x.uop.toposort(lambda u: u.op is Ops.DETACH)): return False
     lazy = self.uop
@@ -622,12 +624,12 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       # a lazy tensor (or one whose value is a cached result other tensors share) gets a buffer of its own now;
       # views made of its lazy value become views of that buffer
       self.contiguous_leaf_()
-      for r in list(_all_tensors.values()):
-        if (t := r()) is not None and t is not self and t.uop is not lazy and _is_view_of(t.uop, lazy): t.uop = t.uop.substitute({lazy: self.uop})
+      for t in _live_tensors():
+        if t is not self and t.uop is not lazy and _is_view_of(t.uop, lazy): t.uop = t.uop.substitute({lazy: self.uop})
     if self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or (base := sched.buffer_view(self.uop)) is None or base.device != self.device or \
        base.device.startswith("DISK"): return False
     new = value.cast(self.dtype).contiguous()
-    readers = [t for r in list(_all_tensors.values()) if (t := r()) is not None and t is not self and not _is_view_of(t.uop, base)
+    readers = [t for t in _live_tensors() if t is not self and not _is_view_of(t.uop, base)
                and any(u is base or u is lazy for u in t.uop.toposort())]
     Tensor.realize_all(new, *readers)
     for t in readers: t.uop = sched.realized.get(t.uop, t.uop)  # pin each to the value computed from the old contents
