@@ -9,7 +9,7 @@ from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
-from fusegrad.codegen.opt import Opt, apply_opt, choose
+from fusegrad.codegen.opt import Opt, apply_opt, choose, output_ranges
 from fusegrad.helpers import NOOPT
 
 LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
@@ -62,9 +62,8 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
   root = Block(None)
   block_of: dict[UOp, Block] = {}
   def deepest(rs) -> Block: return max((block_of[r] for r in rs), key=lambda b: b.depth, default=root)
-  reduce_ranges = {r for u in order if u.op is Ops.REDUCE for r in u.src[1:]}
   parent = root
-  for r in sorted((u for u in order if u.op is Ops.RANGE and u not in reduce_ranges), key=lambda r: r.arg):
+  for r in output_ranges(sink):
     parent.inner = block_of[r] = Block(r, parent.depth + 1)
     parent = parent.inner
   # reduce loops nest under the block of their result; outer reduces come later in toposort, so walk backwards

@@ -36,13 +36,19 @@ def _contiguous_in(body: UOp, r: UOp, loop: UOp | None = None) -> bool:
   return any(u.op is Ops.LOAD and any(n is r and c == 1 for n, c in _terms(u.src[1])) and (loop is None or loop in u.src[1].toposort())
              for u in body.toposort())
 
+def output_ranges(sink: UOp) -> list[UOp]:
+  """The loops over output elements (not closed by a reduce), outermost first."""
+  order = sink.toposort()
+  closed = {r for u in order if u.op is Ops.REDUCE for r in u.src[1:]}
+  return sorted((u for u in order if u.op is Ops.RANGE and u not in closed), key=lambda r: r.arg)
+
 def _divisors(n: int, lo: int, hi: int) -> list[int]: return [d for d in range(lo, min(n, hi) + 1) if n % d == 0]
 
 def _analyze(sink: UOp) -> tuple[list[UOp], UOp | None, list[UOp]] | None:
   """(reduces, vectorizable output loop or None, reduces with a contiguous last loop); None if nothing applies."""
   reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
   if not reduces or any(x.op is Ops.REDUCE for r in reduces for x in r.src[0].toposort()): return None
-  out_ranges = sorted({u for u in sink.toposort() if u.op is Ops.RANGE} - {r for u in reduces for r in u.src[1:]}, key=lambda r: r.arg)
+  out_ranges = output_ranges(sink)
   j = out_ranges[-1] if out_ranges else None
   if j is not None and not (all(j in r.src[0].toposort() for r in reduces) and any(_contiguous_in(r.src[0], j, r.src[-1]) for r in reduces)): j = None
   return reduces, j, [r for r in reduces if _contiguous_in(r.src[0], r.src[-1])]
@@ -92,8 +98,7 @@ def apply_opt(sink: UOp, opt: Opt) -> UOp:
 
 def _upcast_range(sink: UOp, j: UOp) -> UOp | None:
   """The output loop just outside j, if it has one (rows of a matmul, output channels of a conv)."""
-  reduce_ranges = {r for u in sink.toposort() if u.op is Ops.REDUCE for r in u.src[1:]}
-  outs = sorted((u for u in sink.toposort() if u.op is Ops.RANGE and u not in reduce_ranges and u is not j), key=lambda r: r.arg)
+  outs = [r for r in output_ranges(sink) if r is not j]
   return outs[-1] if outs else None
 
 def _upcast(sink: UOp, i: UOp, n: int) -> UOp:
