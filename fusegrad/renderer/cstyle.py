@@ -4,6 +4,7 @@ import math
 from fusegrad.dtype import DType, dtypes, float_to_bf16
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.renderer import ProgramSpec, estimate, kernel_name
+from fusegrad.uop.symbolic import _terms
 
 C_TYPES = {dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
            dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
@@ -70,7 +71,44 @@ def render_cast(x: str, src: DType, dst: DType) -> str:
   if dtypes.is_float(src) and dtypes.is_int(dst) and dst.itemsize < 8: return f"(({ctype(dst)})(long long)({x}))"
   return f"(({ctype(dst)})({x}))"
 
-def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
+VECTOR_ALU = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/"}
+VECTOR_OPS = {*VECTOR_ALU, Ops.NEG, Ops.RECIP, Ops.MAX}
+
+def _lane_stride(idx: UOp, lane: UOp) -> int | None:
+  """idx = (terms free of lane) + c*lane: c, else None (then one lane's index says nothing of the others)."""
+  terms = _terms(idx)
+  if any(n is not None and n is not lane and lane in n.toposort() for n, _ in terms): return None
+  return sum(c for n, c in terms if n is lane)
+
+def _loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
+  start = uops.index(rng)
+  end = next(i for i in range(start, len(uops)) if uops[i].op is Ops.ENDRANGE and uops[i].src[0] is rng)
+  return uops[start + 1:end]
+
+def _vectorizable(body: list[UOp], lane: UOp, width: int) -> bool:
+  """Can this tile loop run as SIMD vectors of `width` float32 lanes? Every float value in it must be float32 math
+  that C vector types support, and every load/store index must move by a constant step per lane."""
+  if lane.src[0].op is not Ops.CONST or lane.src[0].arg % width: return False
+  f32 = dtypes.float32
+  for u in body:
+    if u.op is Ops.LOAD: ok = u.dtype == f32 and _lane_stride(u.src[1], lane) is not None and (len(u.src) < 3 or lane not in u.src[2].toposort())
+    elif u.op is Ops.STORE: ok = u.src[2].dtype == f32 and _lane_stride(u.src[1], lane) is not None
+    elif u.op is Ops.ACC_UPDATE: ok = u.dtype == f32 and len(u.src) == 3 and u.src[2] is lane and u.arg in (Ops.ADD, Ops.MUL, Ops.MAX)
+    elif u.op is Ops.REDUCE: ok = u.dtype == f32 and isinstance(u.arg, tuple) and u.arg[1] is lane
+    elif dtypes.is_int(u.dtype): ok = u.op in GroupOp.ALU  # index math: rendered once per vector, for its first lane
+    else: ok = u.op in VECTOR_OPS and u.dtype == f32 and all(s.dtype == f32 for s in u.src)
+    if not ok: return False
+  return True
+
+def vector_loops(uops: list[UOp], width: int) -> set[UOp]:
+  """The tile loops of accumulator arrays (codegen/opt.py VECTOR), when all of them can run as SIMD vectors."""
+  tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
+          {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
+  if width < 2 or not all(_vectorizable(_loop_body(uops, t), t, width) for t in tiles): return set()
+  return tiles
+
+def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0) -> ProgramSpec:
+  """simd_width: float32 lanes of the target's vector registers (0: emit no vector types)."""
   name, shape = kernel_name(uops)
   names: dict[UOp, str] = {}
   lines: list[str] = []
@@ -78,13 +116,60 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
   written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
   depth = 1
   accs = {u.arg: u for u in uops if u.op is Ops.DEFINE_ACC}
+  vloops = vector_loops(uops, simd_width)
+  vec_accs = {u.src[0] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in vloops}
+  vt = f"f32x{simd_width}"
   # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)
   first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
   parallel = first if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1 else None
   def r(u: UOp) -> str: return names[u] if u in names else render_const(u.arg, u.dtype)
   def emit(s: str): lines.append("  " * depth + s)
   counter = 0
+  def new_name(prefix="v") -> str:
+    nonlocal counter
+    counter += 1
+    return f"{prefix}{counter - 1}"
+
+  def render_vector_loop(body: list[UOp], lane: UOp):
+    """The tile loop unrolled into vectors: in vector g, index math is computed for lane g*width (each index moves by
+    a constant step per lane, checked by _vectorizable) and float values are whole vectors."""
+    for g in range(lane.src[0].arg // simd_width):
+      names[lane] = str(g * simd_width)
+      vec: set[UOp] = set()
+      def vr(u: UOp) -> str: return r(u) if u in vec else f"(({vt}){{}}+{r(u)})"  # a scalar operand is broadcast
+      for u in body:
+        if u.op is Ops.STORE:
+          ptr, idx, step = r(u.src[0]), r(u.src[1]), _lane_stride(u.src[1], lane)
+          if step == 1: emit(f"*({vt}*)({ptr}+{idx}) = {vr(u.src[2])};")
+          else: emit(" ".join(f"{ptr}[{idx}+{step * i}] = {r(u.src[2])}[{i}];" for i in range(simd_width)))
+          continue
+        if u.op is Ops.ACC_UPDATE:
+          acc = f"{names[u.src[0]]}_{g}"
+          emit(f"{acc} = {_vector_alu(u.arg, [acc, vr(u.src[1])], vt)};")
+          continue
+        if u.op is Ops.REDUCE:
+          names[u] = f"{names[accs[u]]}_{g}"
+          vec.add(u)
+          continue
+        if dtypes.is_int(u.dtype):
+          expr = render_alu(u.op, u.dtype, [r(s) for s in u.src], u.src[0].dtype, u.src[1].arg if len(u.src) > 1 and u.src[1].op is Ops.CONST else None)
+          names[u] = new_name()
+          emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
+          continue
+        if u.op is Ops.LOAD:
+          ptr, idx, step = r(u.src[0]), r(u.src[1]), _lane_stride(u.src[1], lane)
+          expr = f"*(const {vt}*)({ptr}+{idx})" if step == 1 else "(" + vt + "){" + ", ".join(f"{ptr}[{idx}+{step * i}]" for i in range(simd_width)) + "}"
+          if len(u.src) == 3: expr = f"({r(u.src[2])}?{expr}:({vt}){{}})"
+        else: expr = _vector_alu(u.op, [vr(s) for s in u.src], vt)
+        names[u] = new_name()
+        vec.add(u)
+        emit(f"{vt} {names[u]} = {expr};")
+
+  skip_until: UOp | None = None
   for u in uops:
+    if skip_until is not None:
+      if u.op is Ops.ENDRANGE and u.src[0] is skip_until: skip_until = None
+      continue
     if u.op is Ops.DEFINE_GLOBAL:
       names[u] = f"data{u.arg}"
       params.append((u.arg, f"{'' if u.arg in written else 'const '}{ctype(u.dtype)}* restrict data{u.arg}"))
@@ -93,6 +178,9 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
       names[u] = u.arg[0]
       vars_.append(u)
     elif u.op is Ops.CONST: continue
+    elif u.op is Ops.RANGE and u in vloops:
+      render_vector_loop(_loop_body(uops, u), u)
+      skip_until = u
     elif u.op is Ops.RANGE:
       names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"  # numbered by appearance: same kernel, same source
       lo, hi = "0", r(u.src[0])
@@ -106,8 +194,12 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
       depth -= 1
       emit("}")
     elif u.op is Ops.STORE: emit(f"{r(u.src[0])}[{r(u.src[1])}] = {r(u.src[2])};")
+    elif u.op is Ops.DEFINE_ACC and u in vec_accs:
+      names[u] = new_name("acc")
+      init = "(" + vt + "){" + ", ".join([r(u.src[0])] * simd_width) + "}"
+      emit(f"{vt} " + ", ".join(f"{names[u]}_{g} = {init}" for g in range(u.arg.src[-1].src[0].arg // simd_width)) + ";")
     elif u.op is Ops.DEFINE_ACC:
-      names[u] = f"acc{counter}"; counter += 1
+      names[u] = new_name("acc")
       if isinstance(u.arg.arg, tuple):
         n = u.arg.src[-1].src[0].arg
         emit(f"{ctype(u.dtype)} {names[u]}[{n}];")
@@ -119,7 +211,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
     elif u.op is Ops.REDUCE:
       acc = names[accs[u]]
       if isinstance(u.arg, tuple):
-        names[u] = f"v{counter}"; counter += 1
+        names[u] = new_name()
         emit(f"{ctype(u.dtype)} {names[u]} = {acc}[{r(u.arg[1])}];")
       else: names[u] = acc
     else:
@@ -132,9 +224,23 @@ def render_c(uops: list[UOp], fn_prefix: str = "") -> ProgramSpec:
         cdiv = u.src[1].arg if u.op in (Ops.IDIV, Ops.MOD) and u.src[1].op is Ops.CONST else None
         expr = render_alu(u.op, u.dtype, [r(s) for s in u.src], u.src[-1].dtype if u.op is Ops.WHERE else u.src[0].dtype, cdiv)
       else: raise NotImplementedError(f"C renderer has no rule for {u.op}")
-      names[u] = f"v{counter}"; counter += 1
+      names[u] = new_name()
       emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
   sig = ", ".join([p for _, p in sorted(params)] + [f"{ctype(v.dtype)} {v.arg[0]}" for v in vars_] + ["int core_id", "int n_cores"])
-  src = PRELUDE + f"void {fn_prefix}{name}({sig}) {{\n" + "\n".join(lines) + "\n}\n"
+  prelude = PRELUDE + (VECTOR_PRELUDE.replace("W", str(simd_width)).replace("B", str(4 * simd_width)) if vloops else "")
+  src = prelude + f"void {fn_prefix}{name}({sig}) {{\n" + "\n".join(lines) + "\n}\n"
   flops, mem = estimate(uops)
-  return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape, parallel is not None)
+  return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape, parallel is not None, fused_multiply_add=bool(vloops))
+
+# GCC/clang vector extensions: arithmetic on whole vectors, a scalar operand broadcast; aligned(4) makes a pointer
+# cast an unaligned load. max keeps a NaN of either side, like torch.maximum, via a bitwise select.
+VECTOR_PRELUDE = """typedef float f32xW __attribute__((vector_size(B), aligned(4)));
+typedef int i32xW __attribute__((vector_size(B), aligned(4)));
+static inline f32xW max_f32xW(f32xW a, f32xW b) { i32xW m = (a != a) | (a > b); return (f32xW)(((i32xW)a & m) | ((i32xW)b & ~m)); }
+"""
+
+def _vector_alu(op: Ops, s: list[str], vt: str) -> str:
+  if op is Ops.NEG: return f"(-{s[0]})"
+  if op is Ops.RECIP: return f"(1.0f/{s[0]})"
+  if op is Ops.MAX: return f"max_{vt}({s[0]}, {s[1]})"
+  return f"({s[0]}{VECTOR_ALU[op]}{s[1]})"

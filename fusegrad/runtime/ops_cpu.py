@@ -5,7 +5,7 @@ from fusegrad.helpers import CACHELEVEL, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import render_c
 
-CFLAGS = ["-shared", "-O3", "-fPIC", "-march=native", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-std=gnu11"]
+CFLAGS = ["-shared", "-O3", "-fPIC", "-march=native", "-fwrapv", "-fno-math-errno", "-std=gnu11", "-ffp-contract=off"]
 
 def find_compiler() -> str:
   from fusegrad.device import Device
@@ -68,19 +68,27 @@ def vector_math(cc: str) -> bool:
     proc = subprocess.run([cc, *CFLAGS, "-x", "c", "-", "-o", os.path.join(d, "probe.so"), "-lmvec", "-lm"], input=probe.encode(), capture_output=True)
   return proc.returncode == 0
 
-def compile_c(src: str) -> str:
+@functools.cache
+def simd_width() -> int:
+  """float32 lanes of this CPU's widest vector registers (the kernels are compiled with -march=native)."""
+  try: flags = open("/proc/cpuinfo").read()
+  except OSError: return 4  # every 64-bit CPU has 128-bit vectors (SSE2, NEON)
+  return 16 if " avx512f" in flags else 8 if " avx2" in flags else 4
+
+def compile_c(src: str, fma: bool = False) -> str:
   """Compile to a shared library cached on disk by the hash of the source, compiler and flags."""
   cc = find_compiler()
+  flags = CFLAGS[:-1] + ["-ffp-contract=fast"] if fma else CFLAGS
   libs = ["-lm"]
   if vector_math(cc):
     src = src.replace("#include <math.h>\n", "#include <math.h>\n" + _simd_decls(), 1)
     libs = ["-lmvec", "-lm"]
-  key = hashlib.sha256((cc + " ".join(CFLAGS) + src).encode()).hexdigest()[:32]
+  key = hashlib.sha256((cc + " ".join(flags) + src).encode()).hexdigest()[:32]
   path = os.path.join(cache_dir(), f"kernel_{key}.so")
   if os.path.exists(path) and CACHELEVEL: return path
   fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache_dir())
   os.close(fd)
-  proc = subprocess.run([cc, *CFLAGS, "-x", "c", "-", "-o", tmp, *libs], input=src.encode(), capture_output=True)
+  proc = subprocess.run([cc, *flags, "-x", "c", "-", "-o", tmp, *libs], input=src.encode(), capture_output=True)
   if proc.returncode != 0:
     os.unlink(tmp)
     raise RuntimeError(f"{cc} failed to compile a kernel:\n{proc.stderr.decode()}\n--- source ---\n{src}")
@@ -90,8 +98,8 @@ def compile_c(src: str) -> str:
 class CPUDevice:
   def __init__(self, name: str):
     self.name, self.allocator = name, CPUAllocator()
-  def render(self, uops) -> ProgramSpec: return render_c(uops)
-  def compile(self, spec: ProgramSpec) -> CPUProgram: return CPUProgram(spec, compile_c(spec.src))
+  def render(self, uops) -> ProgramSpec: return render_c(uops, simd_width=simd_width())
+  def compile(self, spec: ProgramSpec) -> CPUProgram: return CPUProgram(spec, compile_c(spec.src, spec.fused_multiply_add))
   def synchronize(self): pass
 
 def open_device(name: str) -> CPUDevice: return CPUDevice(name)
