@@ -58,6 +58,7 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
   for u in order:
     if u.op is Ops.RANGE: deps[u] = frozenset([u])
     elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:]) | (frozenset([u.arg[1]]) if isinstance(u.arg, tuple) else frozenset())
+    elif u.op is Ops.STAGE: deps[u] = (deps[u.src[0]] | deps[u.src[1]]) - frozenset(u.src[2:])
     else: deps[u] = frozenset().union(*[deps[s] for s in u.src]) if u.src else frozenset()
   root = Block(None)
   block_of: dict[UOp, Block] = {}
@@ -67,25 +68,33 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
     parent.inner = block_of[r] = Block(r, parent.depth + 1)
     parent = parent.inner
   # reduce loops nest under the block of their result; outer reduces come later in toposort, so walk backwards
-  loops: dict[UOp, tuple[Block, Block]] = {}
-  for u in reversed(order):
-    if u.op is not Ops.REDUCE: continue
-    if (first := group_of[u][0]) in loops:
-      loops[u] = loops[first]
-      continue
-    home = parent = deepest(deps[u] - {u.arg[1]} if isinstance(u.arg, tuple) else deps[u])
+  def nest(parent: Block, rngs) -> tuple[Block, Block]:
     outer = None
-    for r in u.src[1:]:
+    for r in rngs:
       b = block_of[r] = Block(r, parent.depth + 1)
       if outer is None: outer = b
       else: parent.inner = b
       parent = b
-    loops[group_of[u][0]] = loops[u] = (outer, parent)  # type: ignore
+    return outer, parent  # type: ignore
+  loops: dict[UOp, tuple[Block, Block]] = {}
+  for u in reversed(order):
+    if u.op is Ops.STAGE: loops[u] = nest(deepest(deps[u]), u.src[2:])
+    if u.op is not Ops.REDUCE: continue
+    if (first := group_of[u][0]) in loops:
+      loops[u] = loops[first]
+      continue
+    loops[first] = loops[u] = nest(deepest(deps[u] - {u.arg[1]} if isinstance(u.arg, tuple) else deps[u]), u.src[1:])
   accs = {u: UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(_op(u), u.dtype)),), u) for u in group_of}
   placed: set[int] = set()
   for u in order:
     if u.op in (Ops.RANGE, Ops.SINK): continue
     home = deepest(deps[u])
+    if u.op is Ops.STAGE:  # declared at the top of the kernel, filled by its own loop nest before its first reader
+      outer, inner = loops[u]
+      inner.items.append(UOp(Ops.STORE, dtypes.void, (u, u.src[1], u.src[0])))
+      root.items.append(u)
+      home.items.append(outer)
+      continue
     if u.op is Ops.REDUCE:
       outer, inner = loops[u]
       arr = isinstance(u.arg, tuple)  # an accumulator array indexed by the last range (see codegen/opt.py)

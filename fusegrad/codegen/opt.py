@@ -6,6 +6,10 @@ will not reorder a float sum. The vocabulary, each applied by name and checked f
     size) and the tile is placed innermost, inside the reduce loops, with an accumulator array acc[t].
   - Opt("VECTOR", t, upcast=n): also n consecutive values of the next-outer output loop per iteration, each with its
     own accumulator array (register tiling: a load along j serves all n rows).
+  - Opt("VECTOR", t, upcast=n, stage=True): also the outer tile loop moves outside the row loop, and a load that
+    does not depend on the rows (the right matrix of a matmul) is copied once per tile into a contiguous scratch block
+    (a STAGE) in reduce-then-tile order, so the inner loop reads it sequentially and aligned instead of striding by a
+    whole row (each step a new cache set and page) for every row.
   - Opt("LANES", n): a contiguous reduce loop k becomes k = k_outer*n + lane with acc[lane] += body, then a short
     reduce over the n lanes (the sum is reordered, as every fast BLAS does).
   - Opt("NONE"): plain loops.
@@ -17,15 +21,19 @@ import itertools
 from dataclasses import dataclass
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.symbolic import _terms
+from fusegrad.helpers import prod
+from fusegrad.codegen.lowerer import flat_index
 
 @dataclass(frozen=True)
 class Opt:
   kind: str        # "NONE" | "VECTOR" | "LANES"
   arg: int = 0
   upcast: int = 1  # with VECTOR: also compute this many consecutive rows of the next-outer output loop per iteration
+  stage: bool = False  # with VECTOR and upcast: tile loop outside the rows, row-invariant loads staged (see above)
 
-MAX_ACC = 32     # the heuristic's longest accumulator array: 4 rows x 32 floats stay in vector registers
+MAX_ACC = 64     # the heuristic's longest accumulator array: 4 rows x 64 floats are 16 AVX-512 registers (measured best)
 LANES = 16
+MAX_STAGE = 1 << 17  # elements of one staged block: it lives on the C stack of each thread (512 KB of float32)
 _ids = itertools.count(10_000)
 
 def _new_range(like: UOp, size: int) -> UOp: return UOp(Ops.RANGE, like.dtype, (UOp.const(like.dtype, size),), next(_ids))
@@ -39,7 +47,7 @@ def _contiguous_in(body: UOp, r: UOp, loop: UOp | None = None) -> bool:
 def output_ranges(sink: UOp) -> list[UOp]:
   """The loops over output elements (not closed by a reduce), outermost first."""
   order = sink.toposort()
-  closed = {r for u in order if u.op is Ops.REDUCE for r in u.src[1:]}
+  closed = {r for u in order if u.op is Ops.REDUCE for r in u.src[1:]} | {r for u in order if u.op is Ops.STAGE for r in u.src[2:]}
   return sorted((u for u in order if u.op is Ops.RANGE and u not in closed), key=lambda r: r.arg)
 
 def _divisors(n: int, lo: int, hi: int) -> list[int]: return [d for d in range(lo, min(n, hi) + 1) if n % d == 0]
@@ -62,6 +70,7 @@ def actions(sink: UOp) -> list[Opt]:
     i = _upcast_range(sink, j)
     ups = [n for n in (1, 2, 4, 8) if n == 1 or (i is not None and i.src[0].arg % n == 0)]
     out += [Opt("VECTOR", t, n) for t in _divisors(j.src[0].arg, 4, 1024) for n in ups]
+    out += [Opt("VECTOR", t, n, True) for t in _divisors(j.src[0].arg, 8, 64) for n in ups if n > 1]
   sizes = [r.src[-1].src[0].arg for r in lane_reduces]
   out += [Opt("LANES", n) for n in (4, 8, 16, 32) if sizes and all(s % n == 0 for s in sizes)]
   return out + ([c] if (c := choose(sink)) not in out else [])
@@ -75,10 +84,12 @@ def choose(sink: UOp) -> Opt:
   if j is not None and (j.src[0].arg >= 8 or k < 8):
     t = max(_divisors(j.src[0].arg, 1, MAX_ACC))
     if t < 8 and t != j.src[0].arg: return Opt("NONE")
-    # register tiling: several rows share each load of the vector axis (measured best: 4 rows x 32 columns)
+    # register tiling: several rows share each load of the vector axis
     i = _upcast_range(sink, j)
     up = next((n for n in (4, 2) if i is not None and i.src[0].arg % n == 0), 1)
-    return Opt("VECTOR", t, up)
+    # staging pays when the block is reused by many rows and enough tiles are left to share among threads
+    stage = up > 1 and i.src[0].arg >= 32 and j.src[0].arg // t >= 8 and _stageable(sink, j, i)  # type: ignore[union-attr]
+    return Opt("VECTOR", t, up, stage)
   lanes = k if k <= 2 * LANES else max(_divisors(k, 1, LANES))
   return Opt("LANES", lanes) if lanes >= 8 and all(r.src[-1].src[0].arg % lanes == 0 for r in lane_reduces) else Opt("NONE")
 
@@ -87,41 +98,76 @@ def apply_opt(sink: UOp, opt: Opt) -> UOp:
   reduces, j, lane_reduces = a
   if opt.kind == "VECTOR":
     if j is None or j.src[0].arg % opt.arg: raise ValueError(f"{opt} does not apply to this kernel")
+    rows = None
     if opt.upcast > 1:
       if (i := _upcast_range(sink, j)) is None or i.src[0].arg % opt.upcast: raise ValueError(f"{opt} does not apply to this kernel")
-      sink = _upcast(sink, i, opt.upcast)
-    return _vector_output(sink, j, opt.arg)
+      sink, rows = _upcast(sink, i, opt.upcast)
+    elif opt.stage: raise ValueError(f"{opt}: staging needs an upcast")
+    return _vector_output(sink, j, opt.arg, rows if opt.stage else None)
   if opt.kind == "LANES":
     if not lane_reduces or any(r.src[-1].src[0].arg % opt.arg for r in lane_reduces): raise ValueError(f"{opt} does not apply to this kernel")
     return _split_lanes(sink, lane_reduces, opt.arg)
   raise ValueError(f"unknown optimization {opt}")
 
 def _upcast_range(sink: UOp, j: UOp) -> UOp | None:
-  """The output loop just outside j, if it has one (rows of a matmul, output channels of a conv)."""
+  """The rows to compute together: the innermost output loop that some load along j does not depend on, so that load
+  serves every row (rows of a matmul, output channels of a conv); else the output loop just outside j."""
   outs = [r for r in output_ranges(sink) if r is not j]
-  return outs[-1] if outs else None
+  loads = [u.toposort() for u in sink.toposort() if u.op is Ops.LOAD and j in u.src[1].toposort()]
+  return next((r for r in reversed(outs) if any(r not in t for t in loads)), outs[-1] if outs else None)
 
-def _upcast(sink: UOp, i: UOp, n: int) -> UOp:
+def _stageable(sink: UOp, j: UOp, rows: UOp) -> bool:
+  """Is there a load along j that depends on no output loop from the rows inward (a block reused by all rows)?"""
+  inner = {r for r in output_ranges(sink) if r.arg >= rows.arg and r is not j}
+  return any(u.op is Ops.LOAD and j in (t := set(u.toposort())) and not t & inner for u in sink.toposort())
+
+def _upcast(sink: UOp, i: UOp, n: int) -> tuple[UOp, UOp]:
   """Register tiling: the kernel body is copied for n consecutive values of i; the copies' reduces run over the same
   loops (the linearizer merges them), so a value that does not depend on i is loaded once for all n rows."""
   io = UOp(Ops.RANGE, i.dtype, (UOp.const(i.dtype, i.src[0].arg // n),), i.arg)
   base = io * UOp.const(i.dtype, n)
-  return UOp(Ops.SINK, sink.dtype, tuple(st.substitute({i: base + UOp.const(i.dtype, c)}) for c in range(n) for st in sink.src), sink.arg)
+  return UOp(Ops.SINK, sink.dtype, tuple(st.substitute({i: base + UOp.const(i.dtype, c)}) for c in range(n) for st in sink.src), sink.arg), io
 
-def _vector_output(sink: UOp, j: UOp, tile: int) -> UOp:
+def _vector_output(sink: UOp, j: UOp, tile: int, rows: UOp | None = None) -> UOp:
+  """rows: stage row-invariant loads, with the outer tile loop moved just outside this loop."""
   size = j.src[0].arg
   if tile < size:
-    # the outer loop keeps j's place in the nest (same arg); the tile is the innermost output loop
-    jo, ji = UOp(Ops.RANGE, j.dtype, (UOp.const(j.dtype, size // tile),), j.arg), _new_range(j, tile)
+    # the outer loop keeps j's place in the nest (same arg), or goes just outside the rows; the tile is innermost
+    jo = UOp(Ops.RANGE, j.dtype, (UOp.const(j.dtype, size // tile),), j.arg if rows is None else rows.arg - 0.5)
+    ji = _new_range(j, tile)
     sink = sink.substitute({j: jo * UOp.const(j.dtype, tile) + ji})
     j = ji
   # each reduce loops over its own copy of j, shared only by reduces over the same loops (the linearizer merges those)
   jrs: dict[tuple, UOp] = {}
-  mapping = {}
+  mapping: dict[UOp, UOp] = {}
+  staged: dict[UOp, UOp] = {}  # the copies of a body that UPCAST made share their staged loads
   for r in (u for u in sink.toposort() if u.op is Ops.REDUCE):
     jr = jrs.setdefault(r.src[1:], _new_range(j, j.src[0].arg))
-    mapping[r] = UOp(Ops.REDUCE, r.dtype, (r.src[0].substitute({j: jr}), *r.src[1:], jr), (r.arg, j))
+    body = r.src[0].substitute({j: jr})
+    if rows is not None: body = _stage_loads(body, r.src[1:], jr, {o for o in output_ranges(sink) if o.arg >= rows.arg}, staged)
+    mapping[r] = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:], jr), (r.arg, j))
   return sink.substitute(mapping)
+
+def _stage_loads(body: UOp, reduce_ranges: tuple[UOp, ...], jr: UOp, inner: set[UOp], staged: dict[UOp, UOp]) -> UOp:
+  """Loads of the reduce body that move with the tile jr (step 1) and the reduce loops but not with the `inner` output
+  loops read from a STAGE instead: a scratch block filled once per tile, laid out [reduce loops..., tile]."""
+  mapping = {}
+  for u in body.toposort():
+    if u.op is not Ops.LOAD or u.src[0].op is not Ops.DEFINE_GLOBAL: continue
+    if u in staged:
+      mapping[u] = staged[u]
+      continue
+    used = {x for x in u.toposort() if x.op is Ops.RANGE}
+    ks = [k for k in reduce_ranges if k in used]
+    steps: dict = {}
+    for n, c in _terms(u.src[1]): steps[n] = steps.get(n, 0) + c
+    if not ks or steps.get(jr) != 1 or used & inner or steps.get(ks[-1]) == jr.src[0].arg: continue  # already contiguous
+    sizes = [k.src[0].arg for k in ks] + [jr.src[0].arg]
+    if prod(sizes) > MAX_STAGE: continue
+    fill = [_new_range(k, n) for k, n in zip(ks + [jr], sizes)]
+    stage = UOp(Ops.STAGE, u.dtype, (u.substitute(dict(zip(ks + [jr], fill))), flat_index(fill, tuple(sizes), jr.dtype), *fill), prod(sizes))
+    mapping[u] = staged[u] = UOp(Ops.LOAD, u.dtype, (stage, flat_index(ks + [jr], tuple(sizes), jr.dtype)))
+  return body.substitute(mapping)
 
 def _split_lanes(sink: UOp, reduces: list[UOp], lanes: int) -> UOp:
   mapping = {}

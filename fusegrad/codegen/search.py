@@ -28,7 +28,7 @@ def cached_opt(key: str) -> Opt | None:
 
 def store_opt(key: str, opt: Opt):
   if not CACHELEVEL: return
-  with _db() as db: db.execute("INSERT OR REPLACE INTO beam VALUES (?, ?)", (key, json.dumps([opt.kind, opt.arg, opt.upcast])))
+  with _db() as db: db.execute("INSERT OR REPLACE INTO beam VALUES (?, ?)", (key, json.dumps([opt.kind, opt.arg, opt.upcast, opt.stage])))
 
 def _time(prg, mems, var_vals, reps: int) -> float:
   best = float("inf")
@@ -59,7 +59,7 @@ def beam_search(device: str, ast: UOp, bufs, var_vals: dict, width: int) -> Opt:
     prg = get_program(device, ast, opt)
     finals.append((_time(prg, mems, [var_vals[v] for v in prg.spec.vars], 3), opt))
   best_t, best = min(finals, key=lambda x: x[0]) if finals else (0.0, Opt("NONE"))
-  if DEBUG >= 1: print(f"\rbeam: {len(timed)}/{len(cands)} candidates timed, best {best.kind} {best.arg} upcast {best.upcast} ({best_t*1e6:.1f} us)")
+  if DEBUG >= 1: print(f"\rbeam: {len(timed)}/{len(cands)} candidates timed, best {best} ({best_t*1e6:.1f} us)")
   store_opt(key, best)
   return best
 

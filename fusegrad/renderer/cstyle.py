@@ -85,10 +85,9 @@ def _loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
   end = next(i for i in range(start, len(uops)) if uops[i].op is Ops.ENDRANGE and uops[i].src[0] is rng)
   return uops[start + 1:end]
 
-def _vectorizable(body: list[UOp], lane: UOp, width: int) -> bool:
-  """Can this tile loop run as SIMD vectors of `width` float32 lanes? Every float value in it must be float32 math
-  that C vector types support, and every load/store index must move by a constant step per lane."""
-  if lane.src[0].op is not Ops.CONST or lane.src[0].arg % width: return False
+def _vectorizable(body: list[UOp], lane: UOp) -> bool:
+  """Can this tile loop run as SIMD vectors? Every float value in it must be float32 math that C vector types
+  support, and every load/store index must move by a constant step per lane."""
   f32 = dtypes.float32
   for u in body:
     if u.op is Ops.LOAD: ok = u.dtype == f32 and _lane_stride(u.src[1], lane) is not None and (len(u.src) < 3 or lane not in u.src[2].toposort())
@@ -100,12 +99,14 @@ def _vectorizable(body: list[UOp], lane: UOp, width: int) -> bool:
     if not ok: return False
   return True
 
-def vector_loops(uops: list[UOp], width: int) -> set[UOp]:
-  """The tile loops of accumulator arrays (codegen/opt.py VECTOR), when all of them can run as SIMD vectors."""
+def vector_loops(uops: list[UOp], simd_width: int) -> dict[UOp, int]:
+  """The tile loops of accumulator arrays (codegen/opt.py VECTOR) with their vector width (the widest of
+  simd_width, simd_width/2, ... down to 4 that divides the tile), when all of them can run as SIMD vectors."""
   tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
           {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
-  if width < 2 or not all(_vectorizable(_loop_body(uops, t), t, width) for t in tiles): return set()
-  return tiles
+  widths = {t: next((w for w in (simd_width >> s for s in range(4)) if w >= 4 and t.src[0].arg % w == 0), 0) for t in tiles}
+  if not all(w and _vectorizable(_loop_body(uops, t), t) for t, w in widths.items()): return {}
+  return widths
 
 def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0) -> ProgramSpec:
   """simd_width: float32 lanes of the target's vector registers (0: emit no vector types)."""
@@ -117,8 +118,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0) -> Progr
   depth = 1
   accs = {u.arg: u for u in uops if u.op is Ops.DEFINE_ACC}
   vloops = vector_loops(uops, simd_width)
-  vec_accs = {u.src[0] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in vloops}
-  vt = f"f32x{simd_width}"
+  vec_accs = {u.src[0]: vloops[u.src[2]] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in vloops}
   # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)
   first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
   parallel = first if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1 else None
@@ -130,18 +130,19 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0) -> Progr
     counter += 1
     return f"{prefix}{counter - 1}"
 
-  def render_vector_loop(body: list[UOp], lane: UOp):
+  def render_vector_loop(body: list[UOp], lane: UOp, width: int):
     """The tile loop unrolled into vectors: in vector g, index math is computed for lane g*width (each index moves by
     a constant step per lane, checked by _vectorizable) and float values are whole vectors."""
-    for g in range(lane.src[0].arg // simd_width):
-      names[lane] = str(g * simd_width)
+    vt = f"f32x{width}"
+    for g in range(lane.src[0].arg // width):
+      names[lane] = str(g * width)
       vec: set[UOp] = set()
       def vr(u: UOp) -> str: return r(u) if u in vec else f"(({vt}){{}}+{r(u)})"  # a scalar operand is broadcast
       for u in body:
         if u.op is Ops.STORE:
           ptr, idx, step = r(u.src[0]), r(u.src[1]), _lane_stride(u.src[1], lane)
           if step == 1: emit(f"*({vt}*)({ptr}+{idx}) = {vr(u.src[2])};")
-          else: emit(" ".join(f"{ptr}[{idx}+{step * i}] = {r(u.src[2])}[{i}];" for i in range(simd_width)))
+          else: emit(" ".join(f"{ptr}[{idx}+{step * i}] = {r(u.src[2])}[{i}];" for i in range(width)))
           continue
         if u.op is Ops.ACC_UPDATE:
           acc = f"{names[u.src[0]]}_{g}"
@@ -158,7 +159,9 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0) -> Progr
           continue
         if u.op is Ops.LOAD:
           ptr, idx, step = r(u.src[0]), r(u.src[1]), _lane_stride(u.src[1], lane)
-          expr = f"*(const {vt}*)({ptr}+{idx})" if step == 1 else "(" + vt + "){" + ", ".join(f"{ptr}[{idx}+{step * i}]" for i in range(simd_width)) + "}"
+          # a staged block is 64-byte aligned and its tile is a multiple of the vector: an aligned load
+          aligned = "a" if u.src[0].op is Ops.STAGE else ""
+          expr = f"*(const {vt}{aligned}*)({ptr}+{idx})" if step == 1 else "(" + vt + "){" + ", ".join(f"{ptr}[{idx}+{step * i}]" for i in range(width)) + "}"
           if len(u.src) == 3: expr = f"({r(u.src[2])}?{expr}:({vt}){{}})"
         else: expr = _vector_alu(u.op, [vr(s) for s in u.src], vt)
         names[u] = new_name()
@@ -179,7 +182,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0) -> Progr
       vars_.append(u)
     elif u.op is Ops.CONST: continue
     elif u.op is Ops.RANGE and u in vloops:
-      render_vector_loop(_loop_body(uops, u), u)
+      render_vector_loop(_loop_body(uops, u), u, vloops[u])
       skip_until = u
     elif u.op is Ops.RANGE:
       names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"  # numbered by appearance: same kernel, same source
@@ -194,10 +197,13 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0) -> Progr
       depth -= 1
       emit("}")
     elif u.op is Ops.STORE: emit(f"{r(u.src[0])}[{r(u.src[1])}] = {r(u.src[2])};")
+    elif u.op is Ops.STAGE:
+      names[u] = new_name("stage")
+      emit(f"{ctype(u.dtype)} {names[u]}[{u.arg}] __attribute__((aligned(64)));")
     elif u.op is Ops.DEFINE_ACC and u in vec_accs:
       names[u] = new_name("acc")
-      init = "(" + vt + "){" + ", ".join([r(u.src[0])] * simd_width) + "}"
-      emit(f"{vt} " + ", ".join(f"{names[u]}_{g} = {init}" for g in range(u.arg.src[-1].src[0].arg // simd_width)) + ";")
+      vt, init = f"f32x{vec_accs[u]}", f"((f32x{vec_accs[u]}){{}}+{r(u.src[0])})"
+      emit(f"{vt} " + ", ".join(f"{names[u]}_{g} = {init}" for g in range(u.arg.src[-1].src[0].arg // vec_accs[u])) + ";")
     elif u.op is Ops.DEFINE_ACC:
       names[u] = new_name("acc")
       if isinstance(u.arg.arg, tuple):
@@ -227,14 +233,15 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0) -> Progr
       names[u] = new_name()
       emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
   sig = ", ".join([p for _, p in sorted(params)] + [f"{ctype(v.dtype)} {v.arg[0]}" for v in vars_] + ["int core_id", "int n_cores"])
-  prelude = PRELUDE + (VECTOR_PRELUDE.replace("W", str(simd_width)).replace("B", str(4 * simd_width)) if vloops else "")
+  prelude = PRELUDE + "".join(VECTOR_PRELUDE.replace("W", str(w)).replace("B", str(4 * w)) for w in sorted(set(vloops.values())))
   src = prelude + f"void {fn_prefix}{name}({sig}) {{\n" + "\n".join(lines) + "\n}\n"
   flops, mem = estimate(uops)
   return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape, parallel is not None, fused_multiply_add=bool(vloops))
 
 # GCC/clang vector extensions: arithmetic on whole vectors, a scalar operand broadcast; aligned(4) makes a pointer
-# cast an unaligned load. max keeps a NaN of either side, like torch.maximum, via a bitwise select.
+# cast an unaligned load (f32xWa: an aligned one). max keeps a NaN of either side, like torch.maximum, via a bitwise select.
 VECTOR_PRELUDE = """typedef float f32xW __attribute__((vector_size(B), aligned(4)));
+typedef float f32xWa __attribute__((vector_size(B)));
 typedef int i32xW __attribute__((vector_size(B), aligned(4)));
 static inline f32xW max_f32xW(f32xW a, f32xW b) { i32xW m = (a != a) | (a > b); return (f32xW)(((i32xW)a & m) | ((i32xW)b & ~m)); }
 """

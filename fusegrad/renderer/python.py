@@ -72,6 +72,7 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
     elif op is Ops.STORE:
       v = get(u.src[2])
       get(u.src[0])[get(u.src[1])] = to_word(v, u.src[2].dtype)
+    elif op is Ops.STAGE: vals[pc] = [0] * u.arg
     elif op is Ops.DEFINE_ACC:
       vals[pc] = [get(u.src[0])] * u.arg.src[-1].src[0].arg if isinstance(u.arg.arg, tuple) else get(u.src[0])
     elif op is Ops.ACC_UPDATE:

@@ -21,7 +21,7 @@ class Ops(Enum):
   # kernel level
   DEFINE_GLOBAL = auto(); DEFINE_VAR = auto(); RANGE = auto(); REDUCE = auto(); LOAD = auto(); STORE = auto()
   # linear level
-  DEFINE_ACC = auto(); ACC_UPDATE = auto(); ENDRANGE = auto()
+  DEFINE_ACC = auto(); ACC_UPDATE = auto(); ENDRANGE = auto(); STAGE = auto()
   def __repr__(self): return f"Ops.{self.name}"
 
 class GroupOp:
