@@ -171,3 +171,46 @@ def test_beam_search_caches_its_choice(tmp_path, monkeypatch):
   monkeypatch.setattr(search, "_time", lambda *args: (_ for _ in ()).throw(AssertionError("searched again")))
   realize._beam_choices.clear()
   with Context(BEAM=2): (Tensor(a) @ Tensor(b) + 0).numpy()
+
+def _kernel_src(t: Tensor) -> str:
+  from fusegrad.engine.realize import get_program
+  from fusegrad.schedule import create_schedule
+  si = create_schedule([t.uop])[0][-1]
+  return get_program(si.device, si.ast).spec.src
+
+@pytest.mark.parametrize("fn,shapes", [
+  (lambda a, b: a @ b, [(64, 96), (96, 512)]),                     # staged, 4 rows x 64 columns
+  (lambda a, b: a @ b.T, [(40, 33), (1024, 33)]),                  # the staged operand is a transposed view
+  (lambda a, b: (a @ b).relu() + 1, [(3, 32, 17), (3, 17, 640)]),  # batched, with an elementwise epilogue
+  (lambda a, b: a @ b, [(36, 50), (50, 520)]),                     # 520 = 8 x 65: tile 65 is no vector multiple
+])
+def test_staged_vector_matmul_matches_noopt(fn, shapes):
+  rng = np.random.default_rng(7)
+  arrays = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
+  opt, ref = run_both(fn, *arrays)
+  np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
+
+def test_heuristic_emits_simd_vectors_and_stage():
+  from fusegrad.runtime.ops_cpu import simd_width
+  src = _kernel_src(Tensor.rand(64, 96).realize() @ Tensor.rand(96, 512).realize())
+  assert "stage0[" in src and f"f32x{min(simd_width(), 16)}" in src and "f32x" in src.split("void ")[-1]
+  # a conv computes 4 output channels per weight-broadcast step (rows = output channels, vector = output x)
+  src = _kernel_src(Tensor.rand(1, 8, 16, 16).realize().conv2d(Tensor.rand(8, 8, 3, 3).realize(), padding=1))
+  assert "f32x" in src.split("void ")[-1]
+
+def test_vector_max_keeps_nan_and_inf():
+  a = np.random.default_rng(0).standard_normal((64, 32, 64), dtype=np.float32)
+  a[3, 5, 7], a[10, 0, 63], a[20, 31, 0] = np.nan, np.inf, -np.inf
+  for fn in (lambda x: x.max(1), lambda x: x.max(2), lambda x: x.min(1)):
+    opt, ref = run_both(fn, a)
+    np.testing.assert_array_equal(opt, ref)
+  assert np.isnan(run_both(lambda x: x.max(1), a)[0][3, 7])
+
+def test_vector_loop_with_strided_and_broadcast_loads():
+  # the vector axis j walks z with step 1, y with step 3 (a gather) and broadcasts x
+  rng = np.random.default_rng(1)
+  x, y, z = (rng.standard_normal(s, dtype=np.float32) for s in ((32, 48), (48, 64, 3), (48, 64)))
+  fn = lambda x, y, z: (x.reshape(32, 48, 1) * y[:, :, 1].reshape(1, 48, 64) + z.reshape(1, 48, 64)).sum(1)
+  assert "+3]" in _kernel_src(fn(*(Tensor(t) for t in (x, y, z))))
+  opt, ref = run_both(fn, x, y, z)
+  np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
