@@ -136,12 +136,12 @@ class Lowerer:
 
 def lower_kernel(ast: UOp) -> UOp:
   """SINK(STORE(DEFINE_GLOBAL, value)) at tensor level -> SINK of scalar STOREs over RANGEs."""
-  sizes = [g.dtype.size for g in ast.toposort() if g.op is Ops.DEFINE_GLOBAL] + [s.src[1].size for s in ast.src]
-  idt = dtypes.int32 if max(sizes, default=0) < 2**31 - 1 else dtypes.int64
-  lw = Lowerer(idt)
+  # 64-bit index math: the C kernels are compiled with -fwrapv (integer tensors wrap like torch's), under which a
+  # 32-bit index could wrap before its sign extension, so gcc would turn contiguous accesses into gathers
+  lw = Lowerer(dtypes.int64)
   stores = []
   for st in ast.src:
     buf, val = st.src
     idx = tuple(lw.new_range(s) for s in val.shape)
-    stores.append(UOp(Ops.STORE, dtypes.void, (buf, flat_index(list(idx), val.shape, idt), lw.lower(val, idx, None))))
+    stores.append(UOp(Ops.STORE, dtypes.void, (buf, flat_index(list(idx), val.shape, lw.idt), lw.lower(val, idx, None))))
   return UOp(Ops.SINK, dtypes.void, tuple(stores), ast.arg)

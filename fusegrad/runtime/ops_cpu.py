@@ -1,6 +1,6 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
-import concurrent.futures, ctypes, functools, hashlib, os, shutil, subprocess, tempfile
+import concurrent.futures, ctypes, functools, hashlib, os, platform, shutil, subprocess, tempfile
 from fusegrad.helpers import CACHELEVEL, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import render_c
@@ -98,7 +98,11 @@ def compile_c(src: str, fma: bool = False) -> str:
 class CPUDevice:
   def __init__(self, name: str):
     self.name, self.allocator = name, CPUAllocator()
-  def render(self, uops) -> ProgramSpec: return render_c(uops, simd_width=simd_width())
+  def render(self, uops) -> ProgramSpec:
+    # libmvec's vector functions are called by their x86-64 vector ABI names
+    try: math = platform.machine() in ("x86_64", "AMD64") and vector_math(find_compiler())
+    except RuntimeError: math = False  # no compiler: compile() says so
+    return render_c(uops, simd_width=simd_width(), vector_math=math)
   def compile(self, spec: ProgramSpec) -> CPUProgram: return CPUProgram(spec, compile_c(spec.src, spec.fused_multiply_add))
   def synchronize(self): pass
 

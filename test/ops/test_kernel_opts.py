@@ -214,3 +214,29 @@ def test_vector_loop_with_strided_and_broadcast_loads():
   assert "+3]" in _kernel_src(fn(*(Tensor(t) for t in (x, y, z))))
   opt, ref = run_both(fn, x, y, z)
   np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("fn,npfn", [
+  (lambda x: x.softmax(-1), lambda x: np.exp(x - x.max(-1, keepdims=True)) / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True)),
+  (lambda x: x.exp().sum(-1), lambda x: np.exp(x).sum(-1)),
+  (lambda x: (x.sin() * x.cos() + x.abs().log()).sum(-1), lambda x: (np.sin(x) * np.cos(x) + np.log(np.abs(x))).sum(-1)),
+  (lambda x: x.sigmoid().max(-1), lambda x: (1 / (1 + np.exp(-x))).max(-1)),
+])
+def test_vector_lanes_and_vector_math(fn, npfn):
+  # contiguous reductions: LANES of 16 run as SIMD vectors (glibc's vector exp/log/sin/cos where it links), then the
+  # lanes are folded into the scalar result one by one
+  from fusegrad.engine.realize import get_program
+  from fusegrad.runtime import ops_cpu
+  from fusegrad.schedule import create_schedule
+  x = np.random.default_rng(4).standard_normal((96, 1024), dtype=np.float32)
+  reduces = [get_program(si.device, si.ast).spec.src.split("void ")[-1] for si in create_schedule([fn(Tensor(x)).uop])[0]]
+  reduces = [s for s in reduces if s.startswith("r_")]
+  assert reduces and all("f32x16 " in s or "f32x8 " in s or "f32x4 " in s for s in reduces)
+  if ops_cpu.vector_math(ops_cpu.find_compiler()): assert any("_ZGV" in s for s in reduces)
+  opt, ref = run_both(fn, x)
+  np.testing.assert_allclose(opt, ref, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(opt, npfn(x.astype(np.float64)), rtol=1e-4, atol=1e-4)
+
+def test_int_index_math_is_64_bit_and_int_values_still_wrap():
+  # kernels index with 64-bit integers (vectorizable under -fwrapv); int32 tensor math wraps like torch
+  a = Tensor([2**31 - 1, -2**31], dtype="int32")
+  assert (a + 1).tolist() == [-2**31, -2**31 + 1] and (a * 2).tolist() == [-2, 0]
