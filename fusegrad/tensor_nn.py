@@ -52,6 +52,12 @@ class NNMixin:
     o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(i_, k_, s_, d_))
     if any(o <= 0 for o in o_) or any(k <= 0 for k in k_) or any(s <= 0 for s in s_) or any(d <= 0 for d in d_):
       raise ValueError(f"window {tuple(k_)} (stride {s_}, dilation {d_}) does not fit the input's spatial size {i_}")
+    if all(s == k and d == 1 and i % k == 0 for i, k, s, d in zip(i_, k_, s_, d_)):
+      # windows that tile the input exactly are a reshape: (..., o1*k1, o2*k2) -> (..., o1, o2, k1, k2), whose gradient
+      # is a view too (no sum over shifted, gated copies)
+      lead = self.ndim - n
+      x = self.reshape(*self.shape[:lead], *[d for o, k in zip(o_, k_) for d in (o, k)])
+      return x.permute(*range(lead), *(lead + 2 * j for j in range(n)), *(lead + 2 * j + 1 for j in range(n)))
     return _T()(UOp(Ops.WINDOW, self.dtype, (self.uop,), (tuple(k_), s_, d_)))
 
   def _pool_pads(self: Any, k_, s_, d_, padding, ceil_mode: bool) -> tuple[list[tuple[int, int]], list[int]]:
