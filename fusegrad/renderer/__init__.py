@@ -15,7 +15,6 @@ class ProgramSpec:
   mem_bytes: int = 0
   shape: tuple[int, ...] = ()
   parallel: bool = False  # the kernel takes (core_id, n_cores) and splits its outer loop
-  fused_multiply_add: bool = False  # compile with a*b+c contracted to one rounding (vectorized reductions, like BLAS)
 
 def kernel_name(uops: list[UOp]) -> tuple[str, tuple[int, ...]]:
   sizes = tuple(u.src[0].arg for u in uops if u.op is Ops.RANGE)

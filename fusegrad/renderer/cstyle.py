@@ -4,7 +4,7 @@ import math
 from fusegrad.dtype import DType, dtypes, float_to_bf16
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.renderer import ProgramSpec, estimate, kernel_name
-from fusegrad.uop.symbolic import _terms
+from fusegrad.renderer.cvector import VectorLoop, inner_vector_loops, loop_body, prelude as vector_prelude, vector_loops
 
 C_TYPES = {dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
            dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
@@ -71,43 +71,6 @@ def render_cast(x: str, src: DType, dst: DType) -> str:
   if dtypes.is_float(src) and dtypes.is_int(dst) and dst.itemsize < 8: return f"(({ctype(dst)})(long long)({x}))"
   return f"(({ctype(dst)})({x}))"
 
-VECTOR_ALU = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/"}
-VECTOR_OPS = {*VECTOR_ALU, Ops.NEG, Ops.RECIP, Ops.MAX, Ops.ABS}
-
-def _lane_stride(idx: UOp, lane: UOp) -> int | None:
-  """idx = (terms free of lane) + c*lane: c, else None (then one lane's index says nothing of the others)."""
-  terms = _terms(idx)
-  if any(n is not None and n is not lane and lane in n.toposort() for n, _ in terms): return None
-  return sum(c for n, c in terms if n is lane)
-
-def _loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
-  start = uops.index(rng)
-  end = next(i for i in range(start, len(uops)) if uops[i].op is Ops.ENDRANGE and uops[i].src[0] is rng)
-  return uops[start + 1:end]
-
-def _vectorizable(body: list[UOp], lane: UOp, math: bool) -> bool:
-  """Can this tile loop run as SIMD vectors? Every float value in it must be float32 math that C vector types (or,
-  with `math`, glibc's vector math library) support, and every load/store index must move by a constant step per lane."""
-  f32, ops = dtypes.float32, VECTOR_OPS | (set(VECTOR_MATH) | {Ops.SIGMOID} if math else set())
-  for u in body:
-    if u.op is Ops.LOAD: ok = u.dtype == f32 and _lane_stride(u.src[1], lane) is not None and (len(u.src) < 3 or lane not in u.src[2].toposort())
-    elif u.op is Ops.STORE: ok = u.src[2].dtype == f32 and _lane_stride(u.src[1], lane) is not None
-    elif u.op is Ops.ACC_UPDATE: ok = u.dtype == f32 and (len(u.src) == 2 or u.src[2] is lane) and u.arg in (Ops.ADD, Ops.MUL, Ops.MAX)
-    elif u.op is Ops.REDUCE: ok = u.dtype == f32 and isinstance(u.arg, tuple) and u.arg[1] is lane
-    elif dtypes.is_int(u.dtype): ok = u.op in GroupOp.ALU  # index math: rendered once per vector, for its first lane
-    else: ok = u.op in ops and u.dtype == f32 and all(s.dtype == f32 for s in u.src)
-    if not ok: return False
-  return True
-
-def vector_loops(uops: list[UOp], simd_width: int, math: bool = False) -> dict[UOp, int]:
-  """The tile loops of accumulator arrays (codegen/opt.py VECTOR) with their vector width (the widest of
-  simd_width, simd_width/2, ... down to 4 that divides the tile), when all of them can run as SIMD vectors."""
-  tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
-          {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
-  widths = {t: next((w for w in (simd_width >> s for s in range(4)) if w >= 4 and t.src[0].arg % w == 0), 0) for t in tiles}
-  if not all(w and _vectorizable(_loop_body(uops, t), t, math) for t, w in widths.items()): return {}
-  return widths
-
 def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_math: bool = False) -> ProgramSpec:
   """simd_width: float32 lanes of the target's vector registers (0: emit no vector types); vector_math: glibc's
   libmvec is linked, so exp/log/sin/... of a whole vector are one call."""
@@ -118,11 +81,12 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
   written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
   depth = 1
   accs = {u.arg: u for u in uops if u.op is Ops.DEFINE_ACC}
-  vloops = vector_loops(uops, simd_width, vector_math)
+  vloops = vector_loops(uops, simd_width)
   vec_accs = {u.src[0]: vloops[u.src[2]] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in vloops}
   # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)
   first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
   parallel = first if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1 else None
+  vinner = inner_vector_loops(uops, simd_width, set(vloops) | {parallel})
   def r(u: UOp) -> str: return names[u] if u in names else render_const(u.arg, u.dtype)
   def emit(s: str): lines.append("  " * depth + s)
   counter = 0
@@ -130,48 +94,6 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
     nonlocal counter
     counter += 1
     return f"{prefix}{counter - 1}"
-
-  def render_vector_loop(body: list[UOp], lane: UOp, width: int):
-    """The tile loop unrolled into vectors: in vector g, index math is computed for lane g*width (each index moves by
-    a constant step per lane, checked by _vectorizable) and float values are whole vectors."""
-    vt = f"f32x{width}"
-    for g in range(lane.src[0].arg // width):
-      names[lane] = str(g * width)
-      vec: set[UOp] = set()
-      def vr(u: UOp) -> str: return r(u) if u in vec else f"(({vt}){{}}+{r(u)})"  # a scalar operand is broadcast
-      for u in body:
-        if u.op is Ops.STORE:
-          ptr, idx, step = r(u.src[0]), r(u.src[1]), _lane_stride(u.src[1], lane)
-          if step == 1: emit(f"*({vt}*)({ptr}+{idx}) = {vr(u.src[2])};")
-          else: emit(" ".join(f"{ptr}[{idx}+{step * i}] = {r(u.src[2])}[{i}];" for i in range(width)))
-          continue
-        if u.op is Ops.ACC_UPDATE and len(u.src) == 2:  # a scalar accumulator takes the lanes one by one, in order
-          acc = names[u.src[0]]
-          emit(" ".join(f"{acc} = {render_alu(u.arg, u.dtype, [acc, f'{r(u.src[1])}[{i}]'], u.dtype)};" for i in range(width)))
-          continue
-        if u.op is Ops.ACC_UPDATE:
-          acc = f"{names[u.src[0]]}_{g}"
-          emit(f"{acc} = {_vector_alu(u.arg, [acc, vr(u.src[1])], vt)};")
-          continue
-        if u.op is Ops.REDUCE:
-          names[u] = f"{names[accs[u]]}_{g}"
-          vec.add(u)
-          continue
-        if dtypes.is_int(u.dtype):
-          expr = render_alu(u.op, u.dtype, [r(s) for s in u.src], u.src[0].dtype, u.src[1].arg if len(u.src) > 1 and u.src[1].op is Ops.CONST else None)
-          names[u] = new_name()
-          emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
-          continue
-        if u.op is Ops.LOAD:
-          ptr, idx, step = r(u.src[0]), r(u.src[1]), _lane_stride(u.src[1], lane)
-          # a staged block is 64-byte aligned and its tile is a multiple of the vector: an aligned load
-          aligned = "a" if u.src[0].op is Ops.STAGE else ""
-          expr = f"*(const {vt}{aligned}*)({ptr}+{idx})" if step == 1 else "(" + vt + "){" + ", ".join(f"{ptr}[{idx}+{step * i}]" for i in range(width)) + "}"
-          if len(u.src) == 3: expr = f"({r(u.src[2])}?{expr}:({vt}){{}})"
-        else: expr = _vector_alu(u.op, [vr(s) for s in u.src], vt)
-        names[u] = new_name()
-        vec.add(u)
-        emit(f"{vt} {names[u]} = {expr};")
 
   skip_until: UOp | None = None
   for u in uops:
@@ -187,7 +109,15 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       vars_.append(u)
     elif u.op is Ops.CONST: continue
     elif u.op is Ops.RANGE and u in vloops:
-      render_vector_loop(_loop_body(uops, u), u, vloops[u])
+      VectorLoop(loop_body(uops, u), u, vloops[u], vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render(accs)
+      skip_until = u
+    elif u.op is Ops.RANGE and u in vinner:  # a loop over vectors of lanes
+      names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"
+      emit(f"for ({ctype(u.dtype)} {names[u]} = 0; {names[u]} < {u.src[0].arg // vinner[u]}; {names[u]}++) {{")
+      depth += 1
+      VectorLoop(loop_body(uops, u), u, vinner[u], vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render_vector(f"{names[u]}*{vinner[u]}")
+      depth -= 1
+      emit("}")
       skip_until = u
     elif u.op is Ops.RANGE:
       names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"  # numbered by appearance: same kernel, same source
@@ -238,35 +168,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       names[u] = new_name()
       emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
   sig = ", ".join([p for _, p in sorted(params)] + [f"{ctype(v.dtype)} {v.arg[0]}" for v in vars_] + ["int core_id", "int n_cores"])
-  vector_types = "".join(VECTOR_PRELUDE.replace("W", str(w)).replace("B", str(4 * w)) + (_vector_math_decls(w) if vector_math else "")
-                         for w in sorted(set(vloops.values())))
-  prelude = PRELUDE + vector_types
+  prelude = PRELUDE + "".join(vector_prelude(w, vector_math) for w in sorted(set(vloops.values()) | set(vinner.values())))
   src = prelude + f"void {fn_prefix}{name}({sig}) {{\n" + "\n".join(lines) + "\n}\n"
   flops, mem = estimate(uops)
-  return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape, parallel is not None, fused_multiply_add=bool(vloops))
-
-# GCC/clang vector extensions: arithmetic on whole vectors, a scalar operand broadcast; aligned(4) makes a pointer
-# cast an unaligned load (f32xWa: an aligned one). max keeps a NaN of either side, like torch.maximum, via a bitwise select.
-VECTOR_PRELUDE = """typedef float f32xW __attribute__((vector_size(B), aligned(4)));
-typedef float f32xWa __attribute__((vector_size(B)));
-typedef int i32xW __attribute__((vector_size(B), aligned(4)));
-static inline f32xW max_f32xW(f32xW a, f32xW b) { i32xW m = (a != a) | (a > b); return (f32xW)(((i32xW)a & m) | ((i32xW)b & ~m)); }
-"""
-
-# glibc's vector math (libmvec) by the x86 vector ABI's names: _ZGV<isa>N<lanes>v_<function>
-VECTOR_MATH = {Ops.EXP: "exp", Ops.LOG: "log", Ops.SIN: "sin", Ops.COS: "cos", Ops.EXP2: "exp2", Ops.LOG2: "log2",
-               Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ERF: "erf"}
-MVEC_ISA = {4: "b", 8: "d", 16: "e"}
-
-def _mvec(fn: str, width: int) -> str: return f"_ZGV{MVEC_ISA[width]}N{width}v_{fn}f"
-def _vector_math_decls(w: int) -> str: return "".join(f"f32x{w}a {_mvec(f, w)}(f32x{w}a);\n" for f in VECTOR_MATH.values())
-
-def _vector_alu(op: Ops, s: list[str], vt: str) -> str:
-  width = int(vt[4:])
-  if op in VECTOR_MATH: return f"{_mvec(VECTOR_MATH[op], width)}({s[0]})"
-  if op is Ops.SIGMOID: return f"(1.0f/(1.0f+{_mvec('exp', width)}(-{s[0]})))"
-  if op is Ops.NEG: return f"(-{s[0]})"
-  if op is Ops.ABS: return f"(({vt})((i32x{width}){s[0]} & 0x7fffffff))"  # clear the sign bit
-  if op is Ops.RECIP: return f"(1.0f/{s[0]})"
-  if op is Ops.MAX: return f"max_{vt}({s[0]}, {s[1]})"
-  return f"({s[0]}{VECTOR_ALU[op]}{s[1]})"
+  return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape, parallel is not None)

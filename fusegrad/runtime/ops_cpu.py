@@ -1,10 +1,12 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
 import concurrent.futures, ctypes, functools, hashlib, os, platform, shutil, subprocess, tempfile
-from fusegrad.helpers import CACHELEVEL, cache_dir, getenv
+from fusegrad.helpers import CACHELEVEL, NOOPT, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import render_c
 
+# -ffp-contract=off: a value recomputed in two kernels (fusion duplicates cheap work) must round the same in both, or
+# e.g. max-pool's backward (x == max) misses; explicit FMA is used only to accumulate reductions (renderer/cvector.py)
 CFLAGS = ["-shared", "-O3", "-fPIC", "-march=native", "-fwrapv", "-fno-math-errno", "-std=gnu11", "-ffp-contract=off"]
 
 def find_compiler() -> str:
@@ -75,20 +77,19 @@ def simd_width() -> int:
   except OSError: return 4  # every 64-bit CPU has 128-bit vectors (SSE2, NEON)
   return 16 if " avx512f" in flags else 8 if " avx2" in flags else 4
 
-def compile_c(src: str, fma: bool = False) -> str:
+def compile_c(src: str) -> str:
   """Compile to a shared library cached on disk by the hash of the source, compiler and flags."""
   cc = find_compiler()
-  flags = CFLAGS[:-1] + ["-ffp-contract=fast"] if fma else CFLAGS
   libs = ["-lm"]
   if vector_math(cc):
     src = src.replace("#include <math.h>\n", "#include <math.h>\n" + _simd_decls(), 1)
     libs = ["-lmvec", "-lm"]
-  key = hashlib.sha256((cc + " ".join(flags) + src).encode()).hexdigest()[:32]
+  key = hashlib.sha256((cc + " ".join(CFLAGS) + src).encode()).hexdigest()[:32]
   path = os.path.join(cache_dir(), f"kernel_{key}.so")
   if os.path.exists(path) and CACHELEVEL: return path
   fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache_dir())
   os.close(fd)
-  proc = subprocess.run([cc, *flags, "-x", "c", "-", "-o", tmp, *libs], input=src.encode(), capture_output=True)
+  proc = subprocess.run([cc, *CFLAGS, "-x", "c", "-", "-o", tmp, *libs], input=src.encode(), capture_output=True)
   if proc.returncode != 0:
     os.unlink(tmp)
     raise RuntimeError(f"{cc} failed to compile a kernel:\n{proc.stderr.decode()}\n--- source ---\n{src}")
@@ -102,8 +103,8 @@ class CPUDevice:
     # libmvec's vector functions are called by their x86-64 vector ABI names
     try: math = platform.machine() in ("x86_64", "AMD64") and vector_math(find_compiler())
     except RuntimeError: math = False  # no compiler: compile() says so
-    return render_c(uops, simd_width=simd_width(), vector_math=math)
-  def compile(self, spec: ProgramSpec) -> CPUProgram: return CPUProgram(spec, compile_c(spec.src, spec.fused_multiply_add))
+    return render_c(uops, simd_width=0 if NOOPT else simd_width(), vector_math=math)  # NOOPT: plain scalar C
+  def compile(self, spec: ProgramSpec) -> CPUProgram: return CPUProgram(spec, compile_c(spec.src))
   def synchronize(self): pass
 
 def open_device(name: str) -> CPUDevice: return CPUDevice(name)

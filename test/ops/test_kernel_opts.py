@@ -240,3 +240,59 @@ def test_int_index_math_is_64_bit_and_int_values_still_wrap():
   # kernels index with 64-bit integers (vectorizable under -fwrapv); int32 tensor math wraps like torch
   a = Tensor([2**31 - 1, -2**31], dtype="int32")
   assert (a + 1).tolist() == [-2**31, -2**31 + 1] and (a * 2).tolist() == [-2, 0]
+
+def _all_srcs(t: Tensor) -> str:
+  from fusegrad.engine.realize import get_program
+  from fusegrad.schedule import create_schedule
+  return "\n".join(get_program(si.device, si.ast).spec.src.split("void ")[-1] for si in create_schedule([t.uop])[0])
+
+# innermost loops with a division in an index, compares, selects, bool->float and int->float casts and gated (padded)
+# loads run as vectors lane by lane where needed; sizes cover widths 16, 8, 4, 2 and an odd size (scalar)
+@pytest.mark.parametrize("n", [32, 24, 12, 14, 7])
+@pytest.mark.parametrize("name,fn", [
+  ("upsample-where", lambda x, y, i: (x > 0).where(x, y.reshape(-1, 1, y.shape[-1]).expand(y.shape[0], 2, y.shape[-1]).reshape(x.shape))),
+  ("maxpool-backward-like", lambda x, y, i: (x == x.max(-1, keepdim=True)).float() * y + (x < 0) * 2.0),
+  ("int-to-float", lambda x, y, i: x * i.float() + (i > 1).float()),
+  ("padded-shift", lambda x, y, i: x.pad(((0, 0), (1, 1)))[:, :-2] + x.pad(((0, 0), (2, 0)))[:, :-2] * y),
+  ("sqrt-pow-per-lane", lambda x, y, i: (x.abs() + 1).sqrt() + (y.abs() + 0.5) ** 1.5 - x.relu()),
+])
+def test_inner_vector_loops_match_noopt(name, fn, n):
+  rng = np.random.default_rng(n)
+  x, y = rng.standard_normal((6, n), dtype=np.float32), rng.standard_normal((6 if name != "upsample-where" else 3, n), dtype=np.float32)
+  x[0, 0] = np.nan
+  i = rng.integers(-3, 4, (6, n)).astype(np.int32)
+  opt, ref = run_both(fn, x, y, i)
+  np.testing.assert_allclose(opt, ref, rtol=1e-6, atol=1e-6)
+  if n % 2 == 0: assert "f32x" in _all_srcs(fn(Tensor(x), Tensor(y), Tensor(i)))
+
+def test_noopt_renders_plain_scalar_c():
+  x = Tensor.rand(64, 64).realize()
+  with Context(NOOPT=1):
+    realize_mod._programs.clear()
+    assert "f32x" not in _all_srcs(x @ x)
+  realize_mod._programs.clear()
+
+@pytest.mark.parametrize("n", [32, 8, 6])
+def test_vector_loop_gathers_a_divided_index(n):
+  # out[:, j] = x[:, j] * y[:, j // 2]: the second load's index is no constant step per lane, so it is gathered
+  rng = np.random.default_rng(2)
+  x, y = rng.standard_normal((5, n), dtype=np.float32), rng.standard_normal((5, n // 2), dtype=np.float32)
+  fn = lambda a, b: a * b.reshape(5, n // 2, 1).expand(5, n // 2, 2).reshape(5, n)
+  src = _all_srcs(fn(Tensor(x), Tensor(y)))
+  assert "f32x" in src and "/2" in src.replace(" ", "").replace("(2ll)", "2")
+  opt, ref = run_both(fn, x, y)
+  np.testing.assert_array_equal(opt, ref)
+  np.testing.assert_array_equal(opt, x * np.repeat(y, 2, axis=1))
+
+def test_recomputed_values_round_alike_across_kernels():
+  # max-pool's backward recomputes relu(x*a+b) in another kernel and compares it with the pooled max: every kernel must
+  # round it alike (no FMA contraction of elementwise math), or ties are missed and the gradient divides by zero
+  rng = np.random.default_rng(5)
+  x, a, b = rng.standard_normal((8, 16, 28, 28), dtype=np.float32), rng.standard_normal((1, 16, 1, 1), dtype=np.float32), rng.standard_normal((1, 16, 1, 1), dtype=np.float32)
+  def grad(x, a, b):
+    x.requires_grad = True
+    ((x * a + b).relu().max_pool2d() * 3).sum().backward()
+    return x.grad
+  opt, ref = run_both(grad, x, a, b)
+  assert np.isfinite(opt).all()
+  np.testing.assert_allclose(opt, ref, rtol=1e-6, atol=1e-6)

@@ -1,0 +1,215 @@
+"""SIMD code for the C renderer: a tile loop of an accumulator array (codegen/opt.py VECTOR and LANES) becomes
+straight-line code over GCC/clang vector types, width/lanes vectors of `width` float32 lanes each.
+
+Inside the loop every node is one of three kinds:
+  "v": a float32 vector (f32xW);
+  "m": a mask vector (i32xW, -1 or 0 per lane) from comparing float vectors;
+  "l": a per-lane scalar (ints, index math, bools from them), rendered lazily lane by lane, so index math that only
+       feeds a contiguous load costs one scalar for lane 0 (the C compiler drops lanes nobody reads).
+A load whose index moves by a constant step per lane is one vector load (step 1) or a gather of constant offsets;
+any other index, or a gate that differs per lane, is gathered lane by lane. Float ops with no vector form are applied
+lane by lane, so every float32 kernel body can vectorize; other float dtypes keep the scalar loop."""
+from __future__ import annotations
+from typing import Callable
+from fusegrad.dtype import dtypes
+from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad.uop.symbolic import _terms
+
+VECTOR_ALU = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/"}
+MASK_OPS = {Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "=="}
+# glibc's vector math (libmvec) by the x86 vector ABI's names: _ZGV<isa>N<lanes>v_<function>
+VECTOR_MATH = {Ops.EXP: "exp", Ops.LOG: "log", Ops.SIN: "sin", Ops.COS: "cos", Ops.EXP2: "exp2", Ops.LOG2: "log2",
+               Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ERF: "erf"}
+MVEC_ISA = {4: "b", 8: "d", 16: "e"}
+
+# aligned(4) makes a pointer cast an unaligned load (f32xWa: an aligned one). max keeps a NaN of either side, like
+# torch.maximum, and where selects, both with bitwise masks (C has no vector ?:).
+PRELUDE = """typedef float f32xW __attribute__((vector_size(B), aligned(4)));
+typedef float f32xWa __attribute__((vector_size(B)));
+typedef int i32xW __attribute__((vector_size(B), aligned(4)));
+static inline f32xW where_f32xW(i32xW m, f32xW a, f32xW b) { return (f32xW)(((i32xW)a & m) | ((i32xW)b & ~m)); }
+static inline f32xW max_f32xW(f32xW a, f32xW b) { return where_f32xW((a != a) | (a > b), a, b); }
+static inline f32xW fma_f32xW(f32xW a, f32xW b, f32xW c) { return FMA; }
+"""
+# a*b+c with one rounding where the CPU has it (the kernels are built with -march=native, which defines these macros)
+FMA = {16: "#if defined(__AVX512F__)\n#include <immintrin.h>\n#define FMA_16(a, b, c) (f32x16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c))\n#endif\n",
+       8: "#if defined(__FMA__)\n#include <immintrin.h>\n#define FMA_8(a, b, c) (f32x8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c))\n#endif\n",
+       4: "#if defined(__FMA__)\n#include <immintrin.h>\n#define FMA_4(a, b, c) (f32x4)_mm_fmadd_ps((__m128)(a), (__m128)(b), (__m128)(c))\n#endif\n"}
+
+def _mvec(fn: str, width: int) -> str: return f"_ZGV{MVEC_ISA[width]}N{width}v_{fn}f"
+
+def prelude(width: int, math: bool) -> str:
+  fma = f"\n#ifdef FMA_{width}\n  FMA_{width}(a, b, c)\n#else\n  a*b+c\n#endif\n" if width in FMA else "a*b+c"
+  out = FMA.get(width, "") + PRELUDE.replace("W", str(width)).replace("B", str(4 * width)).replace("return FMA;", f"return {fma};")
+  return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
+
+def lane_stride(idx: UOp, lane: UOp) -> int | None:
+  """idx = (terms free of lane) + c*lane: c, else None (then one lane's index says nothing of the others)."""
+  terms = _terms(idx)
+  if any(n is not None and n is not lane and lane in n.toposort() for n, _ in terms): return None
+  return sum(c for n, c in terms if n is lane)
+
+def loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
+  start = uops.index(rng)
+  end = next(i for i in range(start, len(uops)) if uops[i].op is Ops.ENDRANGE and uops[i].src[0] is rng)
+  return uops[start + 1:end]
+
+def _is_lane(d) -> bool: return dtypes.is_int(d) or d == dtypes.bool
+
+def kinds(body: list[UOp], lane: UOp) -> dict[UOp, str] | None:
+  """The kind of each value in the loop ("v", "m", "l"), or None if the loop cannot run as vectors."""
+  f32, inside = dtypes.float32, set(body) | {lane}
+  out: dict[UOp, str] = {lane: "l"}
+  def k(s: UOp) -> str | None: return out.get(s) if s in inside else None  # None: a scalar from outside the loop
+  for u in body:
+    if u.op is Ops.STORE:
+      if u.src[2].dtype != f32: return None
+      continue
+    if u.op is Ops.ACC_UPDATE:
+      if u.dtype != f32 or u.arg not in (Ops.ADD, Ops.MUL, Ops.MAX) or (len(u.src) == 3 and u.src[2] is not lane): return None
+      continue
+    if u.op is Ops.REDUCE:
+      if u.dtype != f32 or not isinstance(u.arg, tuple) or u.arg[1] is not lane: return None
+      out[u] = "v"
+      continue
+    srcs = [k(s) for s in u.src]
+    if u.op is Ops.LOAD: kind = "v" if u.dtype == f32 else "l" if _is_lane(u.dtype) else None
+    elif u.dtype == f32: kind = "v" if u.op in GroupOp.ALU or (u.op is Ops.CAST and _is_lane(u.src[0].dtype)) else None
+    elif u.op in MASK_OPS and u.src[0].dtype == f32: kind = "m"
+    elif u.dtype == dtypes.bool and u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ): kind = "m" if "m" in srcs else "l"
+    elif _is_lane(u.dtype) and u.op in GroupOp.ALU | {Ops.CAST}: kind = "l" if "v" not in srcs and "m" not in srcs else None
+    else: kind = None
+    if kind is None: return None
+    out[u] = kind
+  return out
+
+def vector_width(rng: UOp, simd_width: int) -> int:
+  """The widest of simd_width, simd_width/2, ... down to 2 lanes that divides the loop (0: none)."""
+  if rng.src[0].op is not Ops.CONST: return 0
+  return next((w for w in (simd_width >> s for s in range(4)) if w >= 2 and rng.src[0].arg % w == 0), 0)
+
+def inner_vector_loops(uops: list[UOp], simd_width: int, skip: set[UOp]) -> dict[UOp, int]:
+  """Innermost loops (no loop inside) that can run a vector of lanes per iteration: gcc leaves loops with a division
+  in an index, a comparison or a select scalar, and those are common (pooling, relu and batchnorm backward)."""
+  out = {}
+  for i, u in enumerate(uops):
+    if u.op is not Ops.RANGE or u in skip or not (w := vector_width(u, simd_width)): continue
+    body = loop_body(uops, u)
+    # accumulator arrays belong to tile loops: those vectorize together (vector_loops) or not at all
+    arrays = any(b.op is Ops.REDUCE or (b.op is Ops.ACC_UPDATE and len(b.src) == 3) for b in body)
+    if not arrays and all(b.op is not Ops.RANGE for b in body) and kinds(body, u) is not None: out[u] = w
+  return out
+
+def vector_loops(uops: list[UOp], simd_width: int) -> dict[UOp, int]:
+  """The tile loops of accumulator arrays with their vector width (the widest of simd_width, simd_width/2, ... down
+  to 4 that divides the tile), when all of them can run as SIMD vectors."""
+  tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
+          {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
+  widths = {t: vector_width(t, simd_width) for t in tiles}
+  if not all(w and kinds(loop_body(uops, t), t) is not None for t, w in widths.items()): return {}
+  return widths
+
+class VectorLoop:
+  """Renders one tile loop; `scalar(op, dtype, srcs, src_dtype)` is the C renderer's scalar ALU."""
+  def __init__(self, body: list[UOp], lane: UOp, width: int, math: bool, names: dict[UOp, str], r: Callable[[UOp], str],
+               emit: Callable[[str], None], new_name: Callable[[], str], scalar: Callable, cast: Callable, ctype: Callable):
+    self.body, self.lane, self.w, self.math = body, lane, width, math
+    self.names, self.r, self.emit, self.new_name, self.scalar, self.cast, self.ctype = names, r, emit, new_name, scalar, cast, ctype
+    self.kind = kinds(body, lane) or {}
+    self.vt, self.mt = f"f32x{width}", f"i32x{width}"
+
+  def render(self, accs: dict[UOp, UOp]):
+    """The whole tile, unrolled: vector g covers lanes g*width ... g*width+width-1 (acc_g holds its accumulators)."""
+    for g in range(self.lane.src[0].arg // self.w): self.render_vector(str(g * self.w), g, accs)
+
+  def render_vector(self, base: str, g: int = 0, accs: dict[UOp, UOp] | None = None):
+    """One vector of the loop, for lanes base ... base+width-1 (base: a C expression)."""
+    self.base, self.lanes = base, {}
+    for u in self.body: self._node(u, g, accs or {})
+
+  # ---- operands
+  def lane_val(self, u: UOp, i: int) -> str:
+    """Lane i of u as a C scalar expression (emitting what it needs)."""
+    if u is self.lane: return str(int(self.base) + i) if self.base.isdigit() else f"({self.base}+{i})"
+    kind = self.kind.get(u) if u in self.kind else None
+    if kind is None: return self.r(u)  # a scalar from outside the loop: the same in every lane
+    if kind == "v": return f"{self.names[u]}[{i}]"
+    if kind == "m": return f"({self.names[u]}[{i}]!=0)"
+    if (u, i) not in self.lanes:
+      if u.op is Ops.LOAD: expr = self._lane_load(u, i)
+      elif u.op is Ops.CAST: expr = self.cast(self.lane_val(u.src[0], i), u.src[0].dtype, u.dtype)
+      else:
+        cdiv = u.src[1].arg if len(u.src) > 1 and u.src[1].op is Ops.CONST else None
+        expr = self.scalar(u.op, u.dtype, [self.lane_val(s, i) for s in u.src], u.src[-1].dtype if u.op is Ops.WHERE else u.src[0].dtype, cdiv)
+      self.lanes[(u, i)] = name = self.new_name()
+      self.emit(f"{self.ctype(u.dtype)} {name} = {expr};")
+    return self.lanes[(u, i)]
+
+  def vec(self, u: UOp) -> str:
+    """u as a float vector: a scalar from outside is broadcast."""
+    return self.names[u] if self.kind.get(u) == "v" else f"(({self.vt}){{}}+{self.r(u)})"
+
+  def mask(self, u: UOp) -> str:
+    if self.kind.get(u) == "m": return self.names[u]
+    if self.kind.get(u) == "l": return f"({self.mt}){{" + ", ".join(f"-(int)({self.lane_val(u, i)})" for i in range(self.w)) + "}"
+    return f"(({self.mt}){{}}-(int)({self.r(u)}))"
+
+  def _lanes(self, fn: Callable[[int], str]) -> str: return f"({self.vt}){{" + ", ".join(fn(i) for i in range(self.w)) + "}"
+
+  # ---- nodes
+  def _lane_load(self, u: UOp, i: int) -> str:
+    expr = f"{self.r(u.src[0])}[{self.lane_val(u.src[1], i)}]"
+    return f"({self.lane_val(u.src[2], i)}?{expr}:0)" if len(u.src) == 3 else expr
+
+  def _node(self, u: UOp, g: int, accs: dict[UOp, UOp]):
+    kind, vt, w = self.kind.get(u), self.vt, self.w
+    if u.op is Ops.STORE:
+      ptr, step = self.r(u.src[0]), lane_stride(u.src[1], self.lane)
+      if step == 1: return self.emit(f"*({vt}*)({ptr}+{self.lane_val(u.src[1], 0)}) = {self.vec(u.src[2])};")
+      val = self.vec(u.src[2])
+      return self.emit(" ".join(f"{ptr}[{self.lane_val(u.src[1], i)}] = {val}[{i}];" for i in range(w)))
+    if u.op is Ops.ACC_UPDATE:
+      if len(u.src) == 2:  # a scalar accumulator takes the lanes one by one, in order
+        acc = self.names[u.src[0]]
+        return self.emit(" ".join(f"{acc} = {self.scalar(u.arg, u.dtype, [acc, f'{self.vec(u.src[1])}[{i}]'], u.dtype)};" for i in range(w)))
+      acc, v = f"{self.names[u.src[0]]}_{g}", u.src[1]
+      if u.arg is Ops.ADD and v.op is Ops.MUL and self.kind.get(v) == "v":  # a dot product: one rounding per step, as BLAS
+        return self.emit(f"{acc} = fma_{self.vt}({self.vec(v.src[0])}, {self.vec(v.src[1])}, {acc});")
+      return self.emit(f"{acc} = {self._alu(u.arg, [acc, self.vec(v)], [u.src[0], v])};")
+    if u.op is Ops.REDUCE:
+      self.names[u] = f"{self.names[accs[u]]}_{g}"
+      return
+    if kind == "l": return  # rendered lane by lane where used
+    if u.op is Ops.LOAD: expr = self._load(u)
+    elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "m": expr = f"(({vt})({self.names[u.src[0]]} & ({self.mt})(({vt}){{}}+1.0f)))"
+    elif u.op is Ops.CAST: expr = self._lanes(lambda i: self.cast(self.lane_val(u.src[0], i), u.src[0].dtype, u.dtype))
+    elif kind == "m" and u.op in MASK_OPS and u.src[0].dtype == dtypes.float32: expr = f"({self.vec(u.src[0])}{MASK_OPS[u.op]}{self.vec(u.src[1])})"
+    elif kind == "m":  # logic on bools
+      a, b = self.mask(u.src[0]), self.mask(u.src[1])
+      expr = {Ops.AND: f"({a}&{b})", Ops.OR: f"({a}|{b})", Ops.XOR: f"({a}^{b})", Ops.CMPNE: f"({a}^{b})", Ops.CMPEQ: f"(~({a}^{b}))"}[u.op]
+    else: expr = self._alu(u.op, [self.vec(s) for s in u.src] if u.op is not Ops.WHERE else [self.mask(u.src[0]), self.vec(u.src[1]), self.vec(u.src[2])], list(u.src))
+    self.names[u] = name = self.new_name()
+    self.emit(f"{self.mt if kind == 'm' else vt} {name} = {expr};")
+
+  def _load(self, u: UOp) -> str:
+    ptr, idx, step = self.r(u.src[0]), u.src[1], lane_stride(u.src[1], self.lane)
+    gated = len(u.src) == 3 and self.kind.get(u.src[2]) is not None
+    if step is None or gated: return self._lanes(lambda i: self._lane_load(u, i))
+    i0 = self.lane_val(idx, 0)
+    # a staged block is 64-byte aligned and its tile is a multiple of the vector: an aligned load
+    if step == 1: expr = f"*(const {self.vt}{'a' if u.src[0].op is Ops.STAGE else ''}*)({ptr}+{i0})"
+    else: expr = self._lanes(lambda i: f"{ptr}[{i0}+{step * i}]")
+    return f"({self.r(u.src[2])}?{expr}:({self.vt}){{}})" if len(u.src) == 3 else expr
+
+  def _alu(self, op: Ops, s: list[str], srcs: list[UOp]) -> str:
+    vt, w = self.vt, self.w
+    if op in VECTOR_ALU: return f"({s[0]}{VECTOR_ALU[op]}{s[1]})"
+    if op is Ops.NEG: return f"(-{s[0]})"
+    if op is Ops.RECIP: return f"(1.0f/{s[0]})"
+    if op is Ops.MAX: return f"max_{vt}({s[0]}, {s[1]})"
+    if op is Ops.WHERE: return f"where_{vt}({s[0]}, {s[1]}, {s[2]})"
+    if op is Ops.ABS: return f"(({vt})((i32x{w}){s[0]} & 0x7fffffff))"  # clear the sign bit
+    if self.math and op in VECTOR_MATH and w in MVEC_ISA: return f"{_mvec(VECTOR_MATH[op], w)}({s[0]})"
+    if self.math and op is Ops.SIGMOID and w in MVEC_ISA: return f"(1.0f/(1.0f+{_mvec('exp', w)}(-{s[0]})))"
+    # no vector form: lane by lane
+    return self._lanes(lambda i: self.scalar(op, dtypes.float32, [self.lane_val(x, i) for x in srcs], dtypes.float32))
