@@ -55,11 +55,11 @@ class dtypes:
   default_int: DType = int32
 
   @staticmethod
-  def is_float(x: DType) -> bool: return x.base in FLOATS
+  def is_float(x: DType) -> bool: return x.base in _FLOAT_SET
   @staticmethod
-  def is_int(x: DType) -> bool: return x.base in INTS
+  def is_int(x: DType) -> bool: return x.base in _INT_SET
   @staticmethod
-  def is_unsigned(x: DType) -> bool: return x.base in UINTS
+  def is_unsigned(x: DType) -> bool: return x.base in _UINT_SET
   @staticmethod
   def is_bool(x: DType) -> bool: return x.base == dtypes.bool
   @staticmethod
@@ -89,6 +89,9 @@ UINTS = (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
 INTS = SINTS + UINTS
 FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 ALL_DTYPES = (dtypes.bool,) + INTS + FLOATS
+# sets for the membership tests above: scalar dtypes hash by identity, so a lookup is one hash instead of a scan
+_INT_SET, _UINT_SET, _FLOAT_SET = frozenset(INTS), frozenset(UINTS), frozenset(FLOATS)
+_CATEGORY = {dtypes.bool: 0, **{d: 1 for d in INTS}, **{d: 2 for d in FLOATS}}
 DTYPES_BY_NAME = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
                   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64,
                   "float16": dtypes.float16, "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64,
@@ -113,6 +116,7 @@ def to_dtype(x: Any) -> DType:
 
 def category(d: DType) -> int:
   """0 bool, 1 integer, 2 floating point: promotion never goes down a category."""
+  if (c := _CATEGORY.get(d)) is not None: return c  # the scalar dtypes; pointer types and void take the rule below
   return 0 if d == dtypes.bool else 1 if dtypes.is_int(d) else 2
 
 def least_upper_dtype(*ds: DType) -> DType:

@@ -1,12 +1,33 @@
 """Small shared utilities: environment flags, Context, counters, timing."""
 from __future__ import annotations
-import contextlib, functools, os, sys, time
+import contextlib, functools, os, sys, time, weakref
 from typing import Any, Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
 
 def prod(xs: Iterable[Any], start: Any = 1) -> Any:
   return functools.reduce(lambda a, b: a * b, xs, start)
+
+class cached_property:
+  """functools.cached_property without its per-instance lock (Python 3.11 takes one on every first read, which costs
+  more than computing a UOp's shape): the value is stored in the instance __dict__, so later reads never get here."""
+  def __init__(self, fn): self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+  def __set_name__(self, owner, name: str): self.name = name
+  def __get__(self, obj, objtype=None):
+    if obj is None: return self
+    val = obj.__dict__[self.name] = self.fn(obj)
+    return val
+
+class WeakValueCache:
+  """A dict whose values are held weakly: an entry goes when its value dies. Like weakref.WeakValueDictionary, but its
+  get is one dict lookup and a dereference (the stdlib's runs Python code per call, too slow for the hash-cons cache)."""
+  def __init__(self): self.refs: dict[Any, weakref.KeyedRef] = {}
+  def __len__(self) -> int: return len(self.refs)
+  def get(self, key: Any) -> Any:
+    return None if (ref := self.refs.get(key)) is None else ref()
+  def __setitem__(self, key: Any, value: Any) -> None: self.refs[key] = weakref.KeyedRef(value, self._forget, key)
+  def _forget(self, ref: weakref.KeyedRef) -> None:
+    if self.refs.get(ref.key) is ref: del self.refs[ref.key]  # unless the key was already rebuilt with a new value
 
 def argsort(xs: list) -> list[int]: return sorted(range(len(xs)), key=xs.__getitem__)
 def flatten(xss: Iterable[Iterable[T]]) -> list[T]: return [x for xs in xss for x in xs]

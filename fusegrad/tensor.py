@@ -4,8 +4,8 @@ import itertools, math, struct, sys, weakref
 from typing import Any, Callable, Sequence
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
 from fusegrad.device import Buffer, canonicalize
-from fusegrad.helpers import flatten, prod, TRAINING
-from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable
+from fusegrad.helpers import WeakValueCache, flatten, prod, TRAINING
+from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key
 from fusegrad import schedule as sched
 from fusegrad.engine.realize import run_schedule
 from fusegrad.tensor_nn import NNMixin
@@ -77,6 +77,13 @@ class _NoGrad:
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
 _pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
 
+_scalar_nodes = WeakValueCache()  # Tensor._scalar's nodes, held weakly like every hash-consed node
+_device_nodes: dict[str | None, UOp] = {}
+def _device_node(device: str | None) -> UOp:
+  """UOp(Ops.DEVICE, arg=device), kept here for good (there are only a few devices): every constant needs one."""
+  if (u := _device_nodes.get(device)) is None: u = _device_nodes[device] = UOp(Ops.DEVICE, arg=device)
+  return u
+
 def _live_tensors() -> list["Tensor"]: return [t for r in list(_all_tensors.values()) if (t := r()) is not None]
 _leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
 
@@ -91,12 +98,17 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   __array_priority__ = 1000  # numpy defers to our reflected operators
 
   def __init__(self, data: Any = None, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
+    if type(data) is UOp and device is None and dtype is None and requires_grad is None:
+      # every op wraps its result like this: nothing to convert, move or make a leaf of
+      self.grad, self.requires_grad = None, None
+      self._register()
+      self.uop = data
+      return
     device = canonicalize(device)
     dtype = to_dtype(dtype) if dtype is not None else None
     self.grad: Tensor | None = None
     self.requires_grad: bool | None = requires_grad
-    key = id(self)
-    _all_tensors[key] = weakref.ref(self, lambda _: _all_tensors.pop(key, None))
+    self._register()
     if isinstance(data, UOp): self.uop = data
     elif isinstance(data, Tensor): self.uop = data.cast(dtype).to(device).uop if dtype else data.to(device).uop
     elif data is None: self.uop = Tensor.empty(0, device=device, dtype=dtype or dtypes.default_float).uop
@@ -124,6 +136,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
     # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient
     if requires_grad and sched.buffer_view(self.uop) is None: self.contiguous_leaf_()
+
+  def _register(self) -> None:
+    key = id(self)
+    _all_tensors[key] = weakref.ref(self, lambda _: _all_tensors.pop(key, None))
 
   # ---------------- autograd
   def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -175,7 +191,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
 
   @staticmethod
   def _const(value: Any, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
-    c = UOp(Ops.CONST, dtype, (UOp(Ops.DEVICE, arg=device),), truncate(dtype, value))
+    c = UOp(Ops.CONST, dtype, (_device_node(device),), truncate(dtype, value))
     if not shape: return c
     return UOp(Ops.EXPAND, dtype, (UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape)),), tuple(shape))
 
@@ -408,7 +424,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return Tensor(UOp(op, self.dtype, (self.uop,), arg))
   def _alu(self, op: Ops, *others: Tensor) -> Tensor:
     dt = dtypes.bool if op in GroupOp.Comparison else (others[0].dtype if op is Ops.WHERE else self.dtype)
-    return Tensor(UOp(op, dt, (self.uop,) + tuple(o.uop for o in others)))
+    return Tensor(UOp(op, dt, (self.uop, *[o.uop for o in others])))
 
   def _to_tensor(self, x: Any, dtype: DType | None = None) -> Tensor:
     if isinstance(x, Tensor): return x
@@ -417,8 +433,30 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       else: return Tensor(x, device=self.device)
     return Tensor(Tensor._const(x, dtype or result_dtype(self.dtype, x), self.device, ()))
 
+  def _scalar(self, value: bool | int | float, dtype: DType) -> Tensor:
+    """A Python scalar as a constant of self's shape and device: the view _broadcast_to makes of a 0-d constant."""
+    shape, device = self.shape, self.device
+    # the same scalars recur op after op: one memo lookup instead of three node lookups and a truncate
+    key = (_arg_key(value), dtype, device, _arg_key(shape))
+    if (c := _scalar_nodes.get(key)) is None:
+      c = UOp(Ops.CONST, dtype, (_device_node(device),), truncate(dtype, value))
+      if shape:
+        c = UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape))
+        if c.shape != shape: c = UOp(Ops.EXPAND, dtype, (c,), shape)
+      _scalar_nodes[key] = c
+    return Tensor(c)
+
   def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x: Tensor = self
+    if isinstance(y, (bool, int, float)):
+      # fast path, same result as the general one below: the constant's dtype comes from result_dtype, and promoting a
+      # tensor with a constant of that dtype gives that dtype again; x's shape is already the broadcast shape
+      dt = result_dtype(x.dtype, y)
+      if match_dtype: x = x.cast(dt)
+      c = x._scalar(y, dt)
+      return (c, x) if reverse else (x, c)
+    if isinstance(y, Tensor) and y.shape == x.shape and y.device == x.device and (y.dtype is x.dtype or not match_dtype):
+      return (y, x) if reverse else (x, y)  # fast path: nothing to promote or broadcast
     if not isinstance(y, Tensor):
       y = x._to_tensor(y)
       if match_dtype and y.dtype != (dt := result_dtype(x.dtype, y.uop.arg if y.uop.op is Ops.CONST else 0.0)): y = y.cast(dt)
@@ -769,7 +807,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       x, y = xt._broadcasted(y)
     elif not isinstance(x, Tensor): x, y = y._broadcasted(x, reverse=True)
     else: x, y = x._broadcasted(y)
-    shape = broadcast_shape(cond.shape, x.shape)
+    shape = x.shape if cond.shape == x.shape else broadcast_shape(cond.shape, x.shape)  # equal shapes: nothing to broadcast
     return cond._broadcast_to(shape)._alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape))
   def clip(self, min_=None, max_=None) -> Tensor:
     if min_ is None and max_ is None: raise ValueError("clip needs at least one of min_ or max_")

@@ -1,10 +1,10 @@
 """The one IR: immutable, hash-consed UOp nodes."""
 from __future__ import annotations
-import functools, math, struct, weakref
+import math, struct
 from enum import Enum, auto
 from typing import Any, Callable
 from fusegrad.dtype import DType, dtypes, truncate
-from fusegrad.helpers import prod
+from fusegrad.helpers import WeakValueCache, cached_property, prod
 
 class Ops(Enum):
   # tensor level: where data lives and how it is viewed
@@ -23,6 +23,9 @@ class Ops(Enum):
   # linear level
   DEFINE_ACC = auto(); ACC_UPDATE = auto(); ENDRANGE = auto(); STAGE = auto()
   def __repr__(self): return f"Ops.{self.name}"
+  # members are singletons compared by identity, so the identity hash fits; Enum's own hashes the name in Python code,
+  # and every node lookup in the hash-cons cache hashes an op
+  __hash__ = object.__hash__
 
 class GroupOp:
   Unary = {Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.RECIP, Ops.NEG, Ops.ABS, Ops.TRUNC,
@@ -37,17 +40,28 @@ class GroupOp:
   Movement = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP, Ops.WINDOW}
   Float = {Ops.SIGMOID, Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.RECIP, Ops.TANH, Ops.ERF, Ops.FDIV, Ops.POW}
 
+# ops whose shape is their first source's: UOp.shape's fall-through case, which WHERE (the shape of its values) is not
+_SAME_SHAPE = GroupOp.Elementwise - {Ops.WHERE}
+
+_INTS = object()  # tags a key that is a tuple of plain ints; private, so no other key can equal a tagged one
+
 def _arg_key(arg: Any) -> Any:
-  # 1, 1.0 and True hash alike, and so do 0.0 and -0.0: key on the type and exact bits so distinct constants stay distinct
+  """A hashable key for a node's arg. 1, 1.0 and True hash alike, and so do 0.0 and -0.0: key on the type and exact bits
+  so distinct constants stay distinct."""
+  if arg is None: return None
+  if isinstance(arg, tuple):
+    # shapes and axis lists: plain ints are exact already, so the tuple keys as itself instead of one pair per element
+    for a in arg:
+      if type(a) is not int: return tuple([_arg_key(a) for a in arg])
+    return (_INTS, tuple(arg))
   if isinstance(arg, float): return (float, struct.pack("d", arg))
   if isinstance(arg, (bool, int)): return (type(arg), arg)
-  if isinstance(arg, tuple): return tuple(_arg_key(a) for a in arg)
   return arg
 
 class UOpMeta(type):
-  ucache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+  ucache = WeakValueCache()  # key -> node, held weakly: a graph nobody uses is freed
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple = (), arg: Any = None):
-    key = (op, dtype, src, _arg_key(arg))
+    key = (op, dtype, src, None if arg is None else _arg_key(arg))  # most nodes (ALU ops) have no arg
     if (ret := UOpMeta.ucache.get(key)) is not None: return ret
     ret = super().__call__(op, dtype, src, arg)
     UOpMeta.ucache[key] = ret
@@ -111,9 +125,10 @@ class UOp(metaclass=UOpMeta):
   def cast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
 
   # ---- tensor-level properties
-  @functools.cached_property
+  @cached_property
   def shape(self) -> tuple[int, ...]:
     op, arg, src = self.op, self.arg, self.src
+    if op in _SAME_SHAPE: return src[0].shape  # checked first: the commonest case (none of the ops below is in it)
     if op is Ops.BUFFER: return (arg[1],)
     if op in (Ops.CONST, Ops.BIND, Ops.DEFINE_VAR): return ()
     if op is Ops.IOTA: return (arg,)
@@ -133,7 +148,7 @@ class UOp(metaclass=UOpMeta):
     return src[0].shape
   @property
   def size(self) -> int: return prod(self.shape)
-  @functools.cached_property
+  @cached_property
   def device(self) -> str | None:
     if self.op is Ops.DEVICE: return self.arg
     if self.op is Ops.COPY: return self.src[1].arg
@@ -145,7 +160,7 @@ class UOp(metaclass=UOpMeta):
     return self.src[0].base if self.op in GroupOp.Movement else self
 
   # ---- integer value bounds (for symbolic simplification)
-  @functools.cached_property
+  @cached_property
   def vmin_vmax(self) -> tuple[Any, Any]: return _bounds(self)
   @property
   def vmin(self): return self.vmin_vmax[0]
