@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from fusegrad.uop.ops import Ops, UOp
-from fusegrad.uop.symbolic import _terms
+from fusegrad.uop.symbolic import _sum, _terms
 from fusegrad.helpers import prod
 from fusegrad.codegen.lowerer import flat_index
 
@@ -49,6 +49,57 @@ def output_ranges(sink: UOp) -> list[UOp]:
   order = sink.toposort()
   closed = {r for u in order if u.op is Ops.REDUCE for r in u.src[1:]} | {r for u in order if u.op is Ops.STAGE for r in u.src[2:]}
   return sorted((u for u in order if u.op is Ops.RANGE and u not in closed), key=lambda r: r.arg)
+
+def merge_loops(sink: UOp) -> UOp:
+  """Two adjacent loops (a outside b) that every index uses only as a*size(b)*c + b*c become one loop over both: a
+  contiguous (14, 14) becomes 196 = 4 x 49, which vectorizes where 14 lanes would not. Loops of one reduce must be
+  adjacent in it; output loops adjacent in the nest. A loop in a gate, a division or a value is never merged."""
+  while (pair := _mergeable(sink)) is not None: sink = _merge(sink, *pair)
+  return sink
+
+def _index_roots(sink: UOp) -> list[UOp]:
+  return [u.src[1] for u in sink.toposort() if u.op in (Ops.LOAD, Ops.STORE) and u.src[0].op is Ops.DEFINE_GLOBAL]
+
+def _pair_ok(order: list[UOp], roots: list[UOp], a: UOp, b: UOp) -> bool:
+  # the index math built on a or b (a loaded value is data, not index math)
+  dep = {a, b}
+  for u in order:
+    if u.op in (Ops.ADD, Ops.MUL) and any(s in dep for s in u.src): dep.add(u)
+  in_index = {n for idx in roots for n in idx.toposort() if n.op in (Ops.ADD, Ops.MUL)}
+  for u in order:
+    for i, s in enumerate(u.src):
+      if s in dep and not ((u.op in (Ops.ADD, Ops.MUL) and u in in_index) or (u.op in (Ops.LOAD, Ops.STORE) and i == 1) or (u.op is Ops.REDUCE and i > 0)):
+        return False  # a gate, a division, a value: merging would change it
+  nb = b.src[0].arg
+  for idx in roots:
+    terms = _terms(idx)
+    if any(n is not None and n not in (a, b) and n in dep for n, _ in terms): return False
+    if sum(c for n, c in terms if n is a) != sum(c for n, c in terms if n is b) * nb: return False
+  return True
+
+def _mergeable(sink: UOp) -> tuple[UOp, UOp] | None:
+  order, roots = sink.toposort(), _index_roots(sink)
+  reduces = [u for u in order if u.op is Ops.REDUCE]
+  outs = output_ranges(sink)
+  pairs = list(zip(outs, outs[1:])) + [p for r in reduces for p in zip(r.src[1:], r.src[2:])]
+  for a, b in pairs:
+    if all(a.src[0].op is Ops.CONST for a in (a, b)) and all((a in r.src) == (b in r.src) for r in reduces) and _pair_ok(order, roots, a, b): return a, b
+  return None
+
+def _merge(sink: UOp, a: UOp, b: UOp) -> UOp:
+  m = UOp(Ops.RANGE, a.dtype, (UOp.const(a.dtype, a.src[0].arg * b.src[0].arg),), a.arg)
+  roots = _index_roots(sink)
+  def merged(idx: UOp) -> UOp:
+    terms = _terms(idx)
+    return _sum(idx.dtype, [(n, c) for n, c in terms if n not in (a, b)] + [(m, sum(c for n, c in terms if n is b))])
+  sink = sink.substitute({idx: merged(idx) for idx in roots if any(n in (a, b) for n, _ in _terms(idx))})
+  return sink.substitute({r: r.replace(src=tuple(m if s is a else s for s in r.src if s is not b)) for r in sink.toposort()
+                          if r.op is Ops.REDUCE and a in r.src})
+
+def _tile(n: int, hi: int) -> int:
+  """The largest divisor of n up to hi, preferring a multiple of 8, then of 4 (whole SIMD vectors: renderer/cvector.py)."""
+  divs = _divisors(n, 1, hi)
+  return max([d for d in divs if d % 8 == 0] or [d for d in divs if d % 4 == 0 and d >= 8] or divs)
 
 def _divisors(n: int, lo: int, hi: int) -> list[int]: return [d for d in range(lo, min(n, hi) + 1) if n % d == 0]
 
@@ -82,7 +133,7 @@ def choose(sink: UOp) -> Opt:
   _, j, lane_reduces = a
   k = min((r.src[-1].src[0].arg for r in lane_reduces), default=0)
   if j is not None and (j.src[0].arg >= 8 or k < 8):
-    t = max(_divisors(j.src[0].arg, 1, MAX_ACC))
+    t = _tile(j.src[0].arg, MAX_ACC)
     if t < 8 and t != j.src[0].arg: return Opt("NONE")
     # register tiling: several rows share each load of the vector axis
     i = _upcast_range(sink, j)
@@ -90,7 +141,7 @@ def choose(sink: UOp) -> Opt:
     # staging pays when the block is reused by many rows and enough tiles are left to share among threads
     stage = up > 1 and i.src[0].arg >= 32 and j.src[0].arg // t >= 8 and _stageable(sink, j, i)  # type: ignore[union-attr]
     return Opt("VECTOR", t, up, stage)
-  lanes = k if k <= 2 * LANES else max(_divisors(k, 1, LANES))
+  lanes = k if k <= 2 * LANES and k % 4 == 0 or k < 8 else _tile(k, 2 * LANES)
   return Opt("LANES", lanes) if lanes >= 8 and all(r.src[-1].src[0].arg % lanes == 0 for r in lane_reduces) else Opt("NONE")
 
 def apply_opt(sink: UOp, opt: Opt) -> UOp:

@@ -67,4 +67,5 @@ def lower_and_simplify(ast: UOp) -> UOp:
   from fusegrad.codegen.lowerer import lower_kernel
   from fusegrad.uop.pattern import graph_rewrite
   from fusegrad.uop.symbolic import symbolic
-  return graph_rewrite(lower_kernel(ast), symbolic)
+  from fusegrad.codegen.opt import merge_loops
+  return merge_loops(graph_rewrite(lower_kernel(ast), symbolic))  # what linearize optimizes

@@ -86,7 +86,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
   # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)
   first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
   parallel = first if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1 else None
-  vinner = inner_vector_loops(uops, simd_width, set(vloops) | {parallel})
+  vinner = inner_vector_loops(uops, simd_width, set(vloops))
   def r(u: UOp) -> str: return names[u] if u in names else render_const(u.arg, u.dtype)
   def emit(s: str): lines.append("  " * depth + s)
   counter = 0
@@ -113,7 +113,9 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       skip_until = u
     elif u.op is Ops.RANGE and u in vinner:  # a loop over vectors of lanes
       names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"
-      emit(f"for ({ctype(u.dtype)} {names[u]} = 0; {names[u]} < {u.src[0].arg // vinner[u]}; {names[u]}++) {{")
+      n = u.src[0].arg // vinner[u]
+      lo, hi = (f"core_id*{n}ll/n_cores", f"(core_id+1)*{n}ll/n_cores") if u is parallel else ("0", str(n))  # threads split the vectors
+      emit(f"for ({ctype(u.dtype)} {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
       depth += 1
       VectorLoop(loop_body(uops, u), u, vinner[u], vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render_vector(f"{names[u]}*{vinner[u]}")
       depth -= 1

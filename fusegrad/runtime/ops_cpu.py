@@ -8,6 +8,9 @@ from fusegrad.renderer.cstyle import render_c
 # -ffp-contract=off: a value recomputed in two kernels (fusion duplicates cheap work) must round the same in both, or
 # e.g. max-pool's backward (x == max) misses; explicit FMA is used only to accumulate reductions (renderer/cvector.py)
 CFLAGS = ["-shared", "-O3", "-fPIC", "-march=native", "-fwrapv", "-fno-math-errno", "-std=gnu11", "-ffp-contract=off"]
+# gcc 12 with AVX-512 can place a stack array in the red zone 8 bytes off the 16-byte alignment its aligned vector
+# stores assume (a (3,4,5) gather gradient's float[20] accumulator crashed); kernels are not that stack-hungry
+if platform.machine() in ("x86_64", "AMD64"): CFLAGS.append("-mno-red-zone")
 
 def find_compiler() -> str:
   from fusegrad.device import Device
