@@ -1,13 +1,13 @@
 """BEAM search: time every legal optimization of a kernel on its real buffers, keep the fastest.
 
-Round one times each candidate once; the best BEAM=N are timed again (3 runs, best kept) and the winner is cached on
+Round one times each candidate twice (best kept); the best BEAM=N and the heuristic's pick are timed again (5 runs, best kept) and the winner is cached on
 disk (SQLite under the user cache dir, keyed by device and kernel), so the next run reuses it with no search.
 CACHELEVEL=0 skips the disk cache; BEAM_TIMEOUT (seconds, default 20) bounds the search of one kernel."""
 from __future__ import annotations
 import hashlib, json, os, sqlite3, time
 from fusegrad.helpers import CACHELEVEL, DEBUG, cache_dir, getenv
 from fusegrad.uop.ops import UOp
-from fusegrad.codegen.opt import Opt, actions
+from fusegrad.codegen.opt import Opt, actions, choose
 
 def ast_key(device: str, ast: UOp) -> str:
   """A stable identity for a kernel across processes (hash-consed UOps are only identical within one)."""
@@ -42,7 +42,9 @@ def beam_search(device: str, ast: UOp, bufs, var_vals: dict, width: int) -> Opt:
   from fusegrad.engine.realize import get_program
   key = ast_key(device, ast)
   if (opt := cached_opt(key)) is not None: return opt
-  cands = actions(lower_and_simplify(ast))
+  kernel = lower_and_simplify(ast)
+  heuristic = choose(kernel)
+  cands = [heuristic] + [c for c in actions(kernel) if c != heuristic]  # timed first: a timeout must not skip the default
   mems = [b.ensure_allocated()._mem for b in bufs]
   deadline = time.perf_counter() + getenv("BEAM_TIMEOUT", 20.0)
   timed: list[tuple[float, Opt]] = []
@@ -50,14 +52,16 @@ def beam_search(device: str, ast: UOp, bufs, var_vals: dict, width: int) -> Opt:
     if time.perf_counter() > deadline: break
     try:
       prg = get_program(device, ast, opt)
-      timed.append((_time(prg, mems, [var_vals[v] for v in prg.spec.vars], 1), opt))
+      timed.append((_time(prg, mems, [var_vals[v] for v in prg.spec.vars], 2), opt))
     except Exception as e:  # a candidate that fails to build is skipped, never chosen
       if DEBUG >= 2: print(f"beam: {opt} failed: {e}")
     if DEBUG >= 1: print(f"\rbeam: {i + 1}/{len(cands)} candidates", end="", flush=True)
   finals = []
-  for _, opt in sorted(timed, key=lambda x: x[0])[:max(width, 1)]:
+  # the heuristic's pick always reaches the final round: one noisy first timing must not lose the default
+  best_first = [opt for _, opt in sorted(timed, key=lambda x: x[0])[:max(width, 1)]]
+  for opt in best_first + ([heuristic] if heuristic not in best_first and timed else []):
     prg = get_program(device, ast, opt)
-    finals.append((_time(prg, mems, [var_vals[v] for v in prg.spec.vars], 3), opt))
+    finals.append((_time(prg, mems, [var_vals[v] for v in prg.spec.vars], 5), opt))
   best_t, best = min(finals, key=lambda x: x[0]) if finals else (0.0, Opt("NONE"))
   if DEBUG >= 1: print(f"\rbeam: {len(timed)}/{len(cands)} candidates timed, best {best} ({best_t*1e6:.1f} us)")
   store_opt(key, best)

@@ -296,3 +296,22 @@ def test_recomputed_values_round_alike_across_kernels():
   opt, ref = run_both(grad, x, a, b)
   assert np.isfinite(opt).all()
   np.testing.assert_allclose(opt, ref, rtol=1e-6, atol=1e-6)
+
+def test_contiguous_loops_merge_and_gated_ones_do_not():
+  from fusegrad.codegen.opt import merge_loops, output_ranges
+  from fusegrad.codegen.search import lower_and_simplify
+  from fusegrad.schedule import create_schedule
+  rng = np.random.default_rng(6)
+  x = rng.standard_normal((4, 6, 14, 14), dtype=np.float32)
+  def loops(t):
+    k = lower_and_simplify(create_schedule([t.uop])[0][-1].ast)
+    return [r.src[0].arg for r in output_ranges(k)], sorted(r.src[0].arg for u in k.toposort() if u.op.name == "REDUCE" for r in u.src[1:])
+  assert loops(Tensor(x) + 1) == ([4 * 6 * 14 * 14], [])                          # one flat loop
+  assert loops(Tensor(x).sum((2, 3))) == ([24], [196])                           # the reduced (14, 14) is one loop
+  assert loops(Tensor(x).permute(0, 1, 3, 2) * 2)[0] != [4 * 6 * 14 * 14]        # a transposed read: no full merge
+  outs, _ = loops(Tensor(x).pad(((0, 0), (0, 0), (1, 1), (1, 1))) * 2)           # the pad gates y and x: kept apart
+  assert outs[-2:] == [16, 16]
+  for fn in (lambda t: t + 1, lambda t: t.sum((2, 3)), lambda t: t.permute(0, 1, 3, 2) * 2, lambda t: t.pad(((0, 0), (0, 0), (1, 1), (1, 1))) * 2,
+             lambda t: t.max_pool2d() + t.mean((2, 3), keepdim=True)[:, :, :, :1]):
+    opt, ref = run_both(fn, x)
+    np.testing.assert_allclose(opt, ref, rtol=1e-5, atol=1e-5)
