@@ -82,7 +82,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
   depth = 1
   accs = {u.arg: u for u in uops if u.op is Ops.DEFINE_ACC}
   vloops = vector_loops(uops, simd_width)
-  vec_accs = {u.src[0]: vloops[u.src[2]] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in vloops}
+  vec_accs = {u.src[0]: vloops[u.src[2]] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in vloops}  # acc -> widths
   # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)
   first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
   parallel = first if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1 else None
@@ -109,7 +109,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       vars_.append(u)
     elif u.op is Ops.CONST: continue
     elif u.op is Ops.RANGE and u in vloops:
-      VectorLoop(loop_body(uops, u), u, vloops[u], vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render(accs)
+      VectorLoop(loop_body(uops, u), u, vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render(vloops[u], accs)
       skip_until = u
     elif u.op is Ops.RANGE and u in vinner:  # a loop over vectors of lanes
       names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"
@@ -117,7 +117,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       lo, hi = (f"core_id*{n}ll/n_cores", f"(core_id+1)*{n}ll/n_cores") if u is parallel else ("0", str(n))  # threads split the vectors
       emit(f"for ({ctype(u.dtype)} {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
       depth += 1
-      VectorLoop(loop_body(uops, u), u, vinner[u], vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render_vector(f"{names[u]}*{vinner[u]}")
+      VectorLoop(loop_body(uops, u), u, vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render_vector(f"{names[u]}*{vinner[u]}", vinner[u])
       depth -= 1
       emit("}")
       skip_until = u
@@ -139,8 +139,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       emit(f"{ctype(u.dtype)} {names[u]}[{u.arg}] __attribute__((aligned(64)));")
     elif u.op is Ops.DEFINE_ACC and u in vec_accs:
       names[u] = new_name("acc")
-      vt, init = f"f32x{vec_accs[u]}", f"((f32x{vec_accs[u]}){{}}+{r(u.src[0])})"
-      emit(f"{vt} " + ", ".join(f"{names[u]}_{g} = {init}" for g in range(u.arg.src[-1].src[0].arg // vec_accs[u])) + ";")
+      emit(" ".join(f"f32x{w} {names[u]}_{g} = ((f32x{w}){{}}+{r(u.src[0])});" for g, w in enumerate(vec_accs[u])))
     elif u.op is Ops.DEFINE_ACC:
       names[u] = new_name("acc")
       if isinstance(u.arg.arg, tuple):
@@ -170,7 +169,8 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       names[u] = new_name()
       emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
   sig = ", ".join([p for _, p in sorted(params)] + [f"{ctype(v.dtype)} {v.arg[0]}" for v in vars_] + ["int core_id", "int n_cores"])
-  prelude = PRELUDE + "".join(vector_prelude(w, vector_math) for w in sorted(set(vloops.values()) | set(vinner.values())))
+  widths = {w for ws in vloops.values() for w in ws} | set(vinner.values())
+  prelude = PRELUDE + "".join(vector_prelude(w, vector_math) for w in sorted(widths))
   src = prelude + f"void {fn_prefix}{name}({sig}) {{\n" + "\n".join(lines) + "\n}\n"
   flops, mem = estimate(uops)
   return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape, parallel is not None)

@@ -1,5 +1,6 @@
 """SIMD code for the C renderer: a tile loop of an accumulator array (codegen/opt.py VECTOR and LANES) becomes
-straight-line code over GCC/clang vector types, width/lanes vectors of `width` float32 lanes each.
+straight-line code over GCC/clang vector types: the tile is cut into vectors of the widest width that fits, so a tile
+of 14 is 8 + 4 + 2 lanes on an AVX-512 machine (16 float32 lanes), 56 is 16 + 16 + 16 + 8.
 
 Inside the loop every node is one of three kinds:
   "v": a float32 vector (f32xW);
@@ -100,31 +101,40 @@ def inner_vector_loops(uops: list[UOp], simd_width: int, skip: set[UOp]) -> dict
     if not arrays and all(b.op is not Ops.RANGE for b in body) and kinds(body, u) is not None: out[u] = w
   return out
 
-def vector_loops(uops: list[UOp], simd_width: int) -> dict[UOp, int]:
-  """The tile loops of accumulator arrays with their vector width (the widest of simd_width, simd_width/2, ... down
-  to 4 that divides the tile), when all of them can run as SIMD vectors."""
+def tile_widths(n: int, simd_width: int) -> tuple[int, ...]:
+  """n lanes as vectors, widest first (simd_width, then halves down to 2): () if an odd lane would be left over."""
+  out, w = [], simd_width
+  while n:
+    while w > n: w //= 2
+    if w < 2: return ()
+    out.append(w)
+    n -= w
+  return tuple(out)
+
+def vector_loops(uops: list[UOp], simd_width: int) -> dict[UOp, tuple[int, ...]]:
+  """The tile loops of accumulator arrays with their vector widths (tile_widths), when all of them can run as SIMD
+  vectors."""
   tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
           {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
-  widths = {t: vector_width(t, simd_width) for t in tiles}
+  widths = {t: tile_widths(t.src[0].arg, simd_width) if simd_width >= 2 and t.src[0].op is Ops.CONST else () for t in tiles}
   if not all(w and kinds(loop_body(uops, t), t) is not None for t, w in widths.items()): return {}
   return widths
 
 class VectorLoop:
   """Renders one tile loop; `scalar(op, dtype, srcs, src_dtype)` is the C renderer's scalar ALU."""
-  def __init__(self, body: list[UOp], lane: UOp, width: int, math: bool, names: dict[UOp, str], r: Callable[[UOp], str],
+  def __init__(self, body: list[UOp], lane: UOp, math: bool, names: dict[UOp, str], r: Callable[[UOp], str],
                emit: Callable[[str], None], new_name: Callable[[], str], scalar: Callable, cast: Callable, ctype: Callable):
-    self.body, self.lane, self.w, self.math = body, lane, width, math
+    self.body, self.lane, self.math = body, lane, math
     self.names, self.r, self.emit, self.new_name, self.scalar, self.cast, self.ctype = names, r, emit, new_name, scalar, cast, ctype
     self.kind = kinds(body, lane) or {}
-    self.vt, self.mt = f"f32x{width}", f"i32x{width}"
 
-  def render(self, accs: dict[UOp, UOp]):
-    """The whole tile, unrolled: vector g covers lanes g*width ... g*width+width-1 (acc_g holds its accumulators)."""
-    for g in range(self.lane.src[0].arg // self.w): self.render_vector(str(g * self.w), g, accs)
+  def render(self, widths: tuple[int, ...], accs: dict[UOp, UOp]):
+    """The whole tile, unrolled: vector g covers the next widths[g] lanes (acc_g holds its accumulators)."""
+    for g, w in enumerate(widths): self.render_vector(str(sum(widths[:g])), w, g, accs)
 
-  def render_vector(self, base: str, g: int = 0, accs: dict[UOp, UOp] | None = None):
+  def render_vector(self, base: str, width: int, g: int = 0, accs: dict[UOp, UOp] | None = None):
     """One vector of the loop, for lanes base ... base+width-1 (base: a C expression)."""
-    self.base, self.lanes = base, {}
+    self.base, self.lanes, self.w, self.vt, self.mt = base, {}, width, f"f32x{width}", f"i32x{width}"
     for u in self.body: self._node(u, g, accs or {})
 
   # ---- operands
@@ -196,8 +206,9 @@ class VectorLoop:
     gated = len(u.src) == 3 and self.kind.get(u.src[2]) is not None
     if step is None or gated: return self._lanes(lambda i: self._lane_load(u, i))
     i0 = self.lane_val(idx, 0)
-    # a staged block is 64-byte aligned and its tile is a multiple of the vector: an aligned load
-    if step == 1: expr = f"*(const {self.vt}{'a' if u.src[0].op is Ops.STAGE else ''}*)({ptr}+{i0})"
+    # a staged block is 64-byte aligned, laid out [..., tile]: where the tile is a multiple of this vector, so is i0
+    aligned = u.src[0].op is Ops.STAGE and self.lane.src[0].arg % self.w == 0
+    if step == 1: expr = f"*(const {self.vt}{'a' if aligned else ''}*)({ptr}+{i0})"
     else: expr = self._lanes(lambda i: f"{ptr}[{i0}+{step * i}]")
     return f"({self.r(u.src[2])}?{expr}:({self.vt}){{}})" if len(u.src) == 3 else expr
 

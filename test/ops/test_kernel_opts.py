@@ -315,3 +315,14 @@ def test_contiguous_loops_merge_and_gated_ones_do_not():
              lambda t: t.max_pool2d() + t.mean((2, 3), keepdim=True)[:, :, :, :1]):
     opt, ref = run_both(fn, x)
     np.testing.assert_allclose(opt, ref, rtol=1e-5, atol=1e-5)
+
+def test_tiles_split_into_the_widest_vectors_that_fit():
+  from fusegrad.renderer.cvector import tile_widths
+  assert tile_widths(14, 16) == (8, 4, 2) and tile_widths(56, 16) == (16, 16, 16, 8) and tile_widths(64, 8) == (8,) * 8
+  assert tile_widths(7, 16) == () and tile_widths(10, 4) == (4, 4, 2)
+  # a 14-wide conv output row and a staged 10-wide tile run as mixed-width vectors and match scalar C
+  rng = np.random.default_rng(8)
+  x, w = rng.standard_normal((4, 8, 14, 14), dtype=np.float32), rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+  assert "f32x2" in _all_srcs(Tensor(x).conv2d(Tensor(w), padding=1))
+  opt, ref = run_both(lambda a, b: a.conv2d(b, padding=1).relu().sum((2, 3)), x, w)
+  np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
