@@ -38,10 +38,10 @@ _ids = itertools.count(10_000)
 
 def _new_range(like: UOp, size: int) -> UOp: return UOp(Ops.RANGE, like.dtype, (UOp.const(like.dtype, size),), next(_ids))
 
-def _contiguous_in(body: UOp, r: UOp, loop: UOp | None = None) -> bool:
-  """Does some load step by exactly 1 along r (and, if given, also move with `loop`, so it is main traffic and
-  not a small side buffer such as a per-row mean)?"""
-  return any(u.op is Ops.LOAD and any(n is r and c == 1 for n, c in _terms(u.src[1])) and (loop is None or loop in u.src[1].toposort())
+def _contiguous_in(body: UOp, r: UOp, loop: UOp | None = None, any_step: bool = False) -> bool:
+  """Does some load step by exactly 1 (any_step: by a constant) along r (and, if given, also move with `loop`, so it
+  is main traffic and not a small side buffer such as a per-row mean)?"""
+  return any(u.op is Ops.LOAD and any(n is r and (c == 1 or any_step) for n, c in _terms(u.src[1])) and (loop is None or loop in u.src[1].toposort())
              for u in body.toposort())
 
 def output_ranges(sink: UOp) -> list[UOp]:
@@ -109,8 +109,13 @@ def _analyze(sink: UOp) -> tuple[list[UOp], UOp | None, list[UOp]] | None:
   if not reduces or any(x.op is Ops.REDUCE for r in reduces for x in r.src[0].toposort()): return None
   out_ranges = output_ranges(sink)
   j = out_ranges[-1] if out_ranges else None
-  if j is not None and not (all(j in r.src[0].toposort() for r in reduces) and any(_contiguous_in(r.src[0], j, r.src[-1]) for r in reduces)): j = None
-  return reduces, j, [r for r in reduces if _contiguous_in(r.src[0], r.src[-1])]
+  lane_reduces = [r for r in reduces if _contiguous_in(r.src[0], r.src[-1])]
+  # j is the vector axis if a load moves along it by 1 (and with the reduction); with no contiguous reduction worth
+  # splitting either, any constant step will do (2x2 max-pool reads every other input: gathers, still a vector max)
+  any_step = all(r.src[-1].src[0].arg < 8 for r in lane_reduces)
+  if j is not None and not (all(j in r.src[0].toposort() for r in reduces) and
+                            any(_contiguous_in(r.src[0], j, r.src[-1], any_step) for r in reduces)): j = None
+  return reduces, j, lane_reduces
 
 def actions(sink: UOp) -> list[Opt]:
   """Every legal action for this kernel (the search space of BEAM)."""
