@@ -128,7 +128,9 @@ def actions(sink: UOp) -> list[Opt]:
     out += [Opt("VECTOR", t, n) for t in _divisors(j.src[0].arg, 4, 1024) for n in ups]
     out += [Opt("VECTOR", t, n, True) for t in _divisors(j.src[0].arg, 8, 64) for n in ups if n > 1]
   sizes = [r.src[-1].src[0].arg for r in lane_reduces]
-  out += [Opt("LANES", n) for n in (4, 8, 16, 32) if sizes and all(s % n == 0 for s in sizes)]
+  rows = _upcast_range(sink, lane_reduces[0].src[-1], fallback=False) if lane_reduces else None
+  out += [Opt("LANES", n, u) for n in (4, 8, 16, 32) if sizes and all(s % n == 0 for s in sizes)
+          for u in (1, 2, 3, 4) if u == 1 or (rows is not None and rows.src[0].arg % u == 0)]
   return out + ([c] if (c := choose(sink)) not in out else [])
 
 def choose(sink: UOp) -> Opt:
@@ -147,7 +149,10 @@ def choose(sink: UOp) -> Opt:
     stage = up > 1 and i.src[0].arg >= 32 and j.src[0].arg // t >= 8 and _stageable(sink, j, i)  # type: ignore[union-attr]
     return Opt("VECTOR", t, up, stage)
   lanes = k if k <= 2 * LANES and k % 4 == 0 or k < 8 else _tile(k, 2 * LANES)
-  return Opt("LANES", lanes) if lanes >= 8 and all(r.src[-1].src[0].arg % lanes == 0 for r in lane_reduces) else Opt("NONE")
+  if lanes < 8 or any(r.src[-1].src[0].arg % lanes for r in lane_reduces): return Opt("NONE")
+  # register tiling, as VECTOR's: outputs that share a load of the reduction (a conv's weight gradient: kernel columns)
+  i = _upcast_range(sink, lane_reduces[0].src[-1], fallback=False)
+  return Opt("LANES", lanes, next((n for n in (4, 3, 2) if i is not None and i.src[0].arg % n == 0), 1))
 
 def apply_opt(sink: UOp, opt: Opt) -> UOp:
   if opt.kind == "NONE" or (a := _analyze(sink)) is None: return sink
@@ -162,15 +167,20 @@ def apply_opt(sink: UOp, opt: Opt) -> UOp:
     return _vector_output(sink, j, opt.arg, rows if opt.stage else None)
   if opt.kind == "LANES":
     if not lane_reduces or any(r.src[-1].src[0].arg % opt.arg for r in lane_reduces): raise ValueError(f"{opt} does not apply to this kernel")
+    if opt.upcast > 1:
+      if (i := _upcast_range(sink, lane_reduces[0].src[-1], fallback=False)) is None or i.src[0].arg % opt.upcast:
+        raise ValueError(f"{opt} does not apply to this kernel")
+      sink = _upcast(sink, i, opt.upcast)[0]
+      lane_reduces = _analyze(sink)[2]  # type: ignore[index]
     return _split_lanes(sink, lane_reduces, opt.arg)
   raise ValueError(f"unknown optimization {opt}")
 
-def _upcast_range(sink: UOp, j: UOp) -> UOp | None:
+def _upcast_range(sink: UOp, j: UOp, fallback: bool = True) -> UOp | None:
   """The rows to compute together: the innermost output loop that some load along j does not depend on, so that load
-  serves every row (rows of a matmul, output channels of a conv); else the output loop just outside j."""
+  serves every row (rows of a matmul, output channels of a conv); else (fallback) the output loop just outside j."""
   outs = [r for r in output_ranges(sink) if r is not j]
   loads = [u.toposort() for u in sink.toposort() if u.op is Ops.LOAD and j in u.src[1].toposort()]
-  return next((r for r in reversed(outs) if any(r not in t for t in loads)), outs[-1] if outs else None)
+  return next((r for r in reversed(outs) if any(r not in t for t in loads)), outs[-1] if outs and fallback else None)
 
 def _stageable(sink: UOp, j: UOp, rows: UOp) -> bool:
   """Is there a load along j that depends on no output loop from the rows inward (a block reused by all rows)?"""
@@ -227,11 +237,11 @@ def _stage_loads(body: UOp, reduce_ranges: tuple[UOp, ...], jr: UOp, inner: set[
 
 def _split_lanes(sink: UOp, reduces: list[UOp], lanes: int) -> UOp:
   mapping = {}
+  made: dict[tuple, tuple] = {}  # the copies UPCAST made share their lane loops, so the linearizer runs them together
   for r in reduces:
     k = r.src[-1]
     size = k.src[0].arg
-    lane, lane_red = _new_range(k, lanes), _new_range(k, lanes)
-    outer = [_new_range(k, size // lanes)] if size > lanes else []
+    lane, lane_red, outer = made.setdefault(r.src[1:], (_new_range(k, lanes), _new_range(k, lanes), [_new_range(k, size // lanes)] if size > lanes else []))
     body = r.src[0].substitute({k: outer[0] * UOp.const(k.dtype, lanes) + lane_red if outer else lane_red})
     partial = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:-1], *outer, lane_red), (r.arg, lane))
     mapping[r] = UOp(Ops.REDUCE, r.dtype, (partial, lane), r.arg)
