@@ -12,6 +12,9 @@ will not reorder a float sum. The vocabulary, each applied by name and checked f
     whole row (each step a new cache set and page) for every row.
   - Opt("LANES", n): a contiguous reduce loop k becomes k = k_outer*n + lane with acc[lane] += body, then a short
     reduce over the n lanes (the sum is reordered, as every fast BLAS does).
+  - Opt("LANES", n, upcast=u): also u consecutive values of the innermost output loop that some load along k does not
+    depend on (a conv weight gradient's kernel columns), so that load serves all u outputs.
+Before any of them, merge_loops fuses adjacent loops that every index walks contiguously ((14, 14) -> 196).
   - Opt("NONE"): plain loops.
 A REDUCE with an accumulator array has arg (op, j) and its last source is its private copy of j.
 `choose` is the hand-written heuristic; BEAM search (codegen/search.py) times every legal action instead.
@@ -28,7 +31,7 @@ from fusegrad.codegen.lowerer import flat_index
 class Opt:
   kind: str        # "NONE" | "VECTOR" | "LANES"
   arg: int = 0
-  upcast: int = 1  # with VECTOR: also compute this many consecutive rows of the next-outer output loop per iteration
+  upcast: int = 1  # also compute this many consecutive rows of an output loop per iteration (register tiling)
   stage: bool = False  # with VECTOR and upcast: tile loop outside the rows, row-invariant loads staged (see above)
 
 MAX_ACC = 64     # the heuristic's longest accumulator array: 4 rows x 64 floats are 16 AVX-512 registers (measured best)
@@ -83,7 +86,7 @@ def _mergeable(sink: UOp) -> tuple[UOp, UOp] | None:
   outs = output_ranges(sink)
   pairs = list(zip(outs, outs[1:])) + [p for r in reduces for p in zip(r.src[1:], r.src[2:])]
   for a, b in pairs:
-    if all(a.src[0].op is Ops.CONST for a in (a, b)) and all((a in r.src) == (b in r.src) for r in reduces) and _pair_ok(order, roots, a, b): return a, b
+    if a.src[0].op is Ops.CONST and b.src[0].op is Ops.CONST and all((a in r.src) == (b in r.src) for r in reduces) and _pair_ok(order, roots, a, b): return a, b
   return None
 
 def _merge(sink: UOp, a: UOp, b: UOp) -> UOp:

@@ -93,7 +93,7 @@ def inner_vector_loops(uops: list[UOp], simd_width: int, skip: set[UOp]) -> dict
   """Innermost loops (no loop inside) that can run a vector of lanes per iteration: gcc leaves loops with a division
   in an index, a comparison or a select scalar, and those are common (pooling, relu and batchnorm backward)."""
   out = {}
-  for i, u in enumerate(uops):
+  for u in uops:
     if u.op is not Ops.RANGE or u in skip or not (w := vector_width(u, simd_width)): continue
     body = loop_body(uops, u)
     # accumulator arrays belong to tile loops: those vectorize together (vector_loops) or not at all
