@@ -139,7 +139,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       emit(f"{ctype(u.dtype)} {names[u]}[{u.arg}] __attribute__((aligned(64)));")
     elif u.op is Ops.DEFINE_ACC and u in vec_accs:
       names[u] = new_name("acc")
-      emit(" ".join(f"f32x{w} {names[u]}_{g} = ((f32x{w}){{}}+{r(u.src[0])});" for g, w in enumerate(vec_accs[u])))
+      emit(" ".join(f"f32x{w} {names[u]}_{g} = bcast_f32x{w}({r(u.src[0])});" for g, w in enumerate(vec_accs[u])))
     elif u.op is Ops.DEFINE_ACC:
       names[u] = new_name("acc")
       if isinstance(u.arg.arg, tuple):

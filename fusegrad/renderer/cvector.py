@@ -31,6 +31,7 @@ typedef int i32xW __attribute__((vector_size(B), aligned(4)));
 static inline f32xW where_f32xW(i32xW m, f32xW a, f32xW b) { return (f32xW)(((i32xW)a & m) | ((i32xW)b & ~m)); }
 static inline f32xW max_f32xW(f32xW a, f32xW b) { return where_f32xW((a != a) | (a > b), a, b); }
 static inline f32xW fma_f32xW(f32xW a, f32xW b, f32xW c) { return FMA; }
+static inline f32xW bcast_f32xW(float x) { return (f32xW){LANES}; }
 """
 # a*b+c with one rounding where the CPU has it (the kernels are built with -march=native, which defines these macros)
 FMA = {16: "#if defined(__AVX512F__)\n#include <immintrin.h>\n#define FMA_16(a, b, c) (f32x16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c))\n#endif\n",
@@ -41,7 +42,7 @@ def _mvec(fn: str, width: int) -> str: return f"_ZGV{MVEC_ISA[width]}N{width}v_{
 
 def prelude(width: int, math: bool) -> str:
   fma = f"\n#ifdef FMA_{width}\n  FMA_{width}(a, b, c)\n#else\n  a*b+c\n#endif\n" if width in FMA else "a*b+c"
-  out = FMA.get(width, "") + PRELUDE.replace("W", str(width)).replace("B", str(4 * width)).replace("return FMA;", f"return {fma};")
+  out = FMA.get(width, "") + PRELUDE.replace("W", str(width)).replace("B", str(4 * width)).replace("return FMA;", f"return {fma};").replace("LANES", ", ".join(["x"] * width))
   return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
 
 def lane_stride(idx: UOp, lane: UOp) -> int | None:
@@ -157,7 +158,7 @@ class VectorLoop:
 
   def vec(self, u: UOp) -> str:
     """u as a float vector: a scalar from outside is broadcast."""
-    return self.names[u] if self.kind.get(u) == "v" else f"(({self.vt}){{}}+{self.r(u)})"
+    return self.names[u] if self.kind.get(u) == "v" else f"bcast_{self.vt}({self.r(u)})"
 
   def mask(self, u: UOp) -> str:
     if self.kind.get(u) == "m": return self.names[u]
