@@ -77,6 +77,7 @@ class _NoGrad:
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
 _pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
 
+REDUCE_GROUPS, REDUCE_GROUP_MIN = 64, 1 << 16  # Tensor._reduce_in_groups: partial results per output, shortest reduction split
 _scalar_nodes = WeakValueCache()  # Tensor._scalar's nodes, held weakly like every hash-consed node
 _device_nodes: dict[str | None, UOp] = {}
 def _device_node(device: str | None) -> UOp:
@@ -888,8 +889,21 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def _reduce(self, op: Ops, axis=None, keepdim: bool = False) -> Tensor:
     axes = self._axes(axis)
     if self.ndim == 0: return self
-    red = Tensor(UOp(Ops.REDUCE_AXIS, self.dtype, (self.uop,), (op, tuple(sorted(axes))))) if axes else self
+    red = self._reduce_in_groups(op, axes) if axes else self
     return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+  def _reduce_in_groups(self, op: Ops, axes) -> Tensor:
+    """REDUCE_AXIS over `axes`, keepdim shape. A kernel's threads split its output loop, so a long reduction into a few
+    outputs would run on one core: it runs in two passes instead, REDUCE_GROUPS partial results per output (a kernel
+    the threads share), then a short reduction of those (the sum's order changes, as with LANES)."""
+    n_red = prod(self.shape[a] for a in axes)
+    n_out = prod(s for i, s in enumerate(self.shape) if i not in axes)
+    def reduce_axis(x: UOp, ax: tuple) -> UOp: return UOp(Ops.REDUCE_AXIS, x.dtype, (x,), (op, ax))
+    if n_out >= REDUCE_GROUPS or n_red < REDUCE_GROUP_MIN or n_red % REDUCE_GROUPS:
+      return Tensor(reduce_axis(self.uop, tuple(sorted(axes))))
+    keep = [i for i in range(self.ndim) if i not in axes]
+    x = self.permute(*keep, *sorted(axes)).reshape(*(self.shape[i] for i in keep), REDUCE_GROUPS, n_red // REDUCE_GROUPS)
+    partial = Tensor(reduce_axis(x.uop, (x.ndim - 1,))).contiguous()  # its own kernel, or it would fuse back into one
+    return Tensor(reduce_axis(partial.uop, (x.ndim - 2,))).reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape)))
   def _sum_dtype(self) -> DType:
     if self.dtype == dtypes.bool or (dtypes.is_int(self.dtype) and not dtypes.is_unsigned(self.dtype)): return least_upper_dtype(self.dtype, dtypes.default_int) if self.dtype != dtypes.bool else dtypes.default_int
     if dtypes.is_unsigned(self.dtype): return least_upper_dtype(self.dtype, dtypes.uint32)

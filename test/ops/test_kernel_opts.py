@@ -326,3 +326,23 @@ def test_tiles_split_into_the_widest_vectors_that_fit():
   assert "f32x2" in _all_srcs(Tensor(x).conv2d(Tensor(w), padding=1))
   opt, ref = run_both(lambda a, b: a.conv2d(b, padding=1).relu().sum((2, 3)), x, w)
   np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
+
+def test_long_reduction_into_few_outputs_runs_in_two_passes():
+  # 64 partial results per output in a kernel the threads split, then a short second reduction
+  rng = np.random.default_rng(9)
+  a = rng.standard_normal((4, 1 << 16), dtype=np.float32)
+  a[2, 5] = np.nan
+  GlobalCounters.reset()
+  got = Tensor(a).sum(1).numpy()
+  assert GlobalCounters.kernel_count == 2
+  np.testing.assert_allclose(got, a.astype(np.float64).sum(1), rtol=1e-4, equal_nan=True)
+  t = Tensor(a[[0, 1, 3]])
+  np.testing.assert_array_equal(t.max().numpy(), a[[0, 1, 3]].max())
+  np.testing.assert_allclose(t.mean(axis=(0, 1), keepdim=True).numpy(), a[[0, 1, 3]].mean(keepdims=True), rtol=1e-4)
+  np.testing.assert_allclose(Tensor(a[0]).exp().sum().numpy(), np.exp(a[0].astype(np.float64)).sum(), rtol=1e-4)
+  x = Tensor(a[[0, 1]], requires_grad=True)
+  (x.sum() * 2).backward()
+  np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 1 << 16), 2, np.float32))
+  GlobalCounters.reset()
+  Tensor(a).sum(0).realize()  # many outputs: one pass
+  assert GlobalCounters.kernel_count == 1
