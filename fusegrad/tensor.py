@@ -77,7 +77,9 @@ class _NoGrad:
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
 _pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
 
-REDUCE_GROUPS, REDUCE_GROUP_MIN = 64, 1 << 16  # Tensor._reduce_in_groups: partial results per output, shortest reduction split
+# Tensor._reduce_in_groups: partial results per output, the shortest reduction split, and the most outputs (with 8 or
+# more the one-pass kernel already gives every core work; batchnorm's per-channel sums measured slower split)
+REDUCE_GROUPS, REDUCE_GROUP_MIN, REDUCE_GROUP_MAX_OUT = 64, 1 << 16, 8
 _scalar_nodes = WeakValueCache()  # Tensor._scalar's nodes, held weakly like every hash-consed node
 _device_nodes: dict[str | None, UOp] = {}
 def _device_node(device: str | None) -> UOp:
@@ -892,13 +894,13 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     red = self._reduce_in_groups(op, axes) if axes else self
     return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
   def _reduce_in_groups(self, op: Ops, axes) -> Tensor:
-    """REDUCE_AXIS over `axes`, keepdim shape. A kernel's threads split its output loop, so a long reduction into a few
-    outputs would run on one core: it runs in two passes instead, REDUCE_GROUPS partial results per output (a kernel
+    """REDUCE_AXIS over `axes`, keepdim shape. A kernel's threads split its output loop, so a long reduction into under
+    8 outputs would run on one core: it runs in two passes instead, REDUCE_GROUPS partial results per output (a kernel
     the threads share), then a short reduction of those (the sum's order changes, as with LANES)."""
     n_red = prod(self.shape[a] for a in axes)
     n_out = prod(s for i, s in enumerate(self.shape) if i not in axes)
     def reduce_axis(x: UOp, ax: tuple) -> UOp: return UOp(Ops.REDUCE_AXIS, x.dtype, (x,), (op, ax))
-    if n_out >= REDUCE_GROUPS or n_red < REDUCE_GROUP_MIN or n_red % REDUCE_GROUPS:
+    if n_out >= REDUCE_GROUP_MAX_OUT or n_red < REDUCE_GROUP_MIN or n_red % REDUCE_GROUPS:
       return Tensor(reduce_axis(self.uop, tuple(sorted(axes))))
     keep = [i for i in range(self.ndim) if i not in axes]
     x = self.permute(*keep, *sorted(axes)).reshape(*(self.shape[i] for i in keep), REDUCE_GROUPS, n_red // REDUCE_GROUPS)
