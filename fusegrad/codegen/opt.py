@@ -55,7 +55,7 @@ def output_ranges(sink: UOp) -> list[UOp]:
 
 def merge_loops(sink: UOp) -> UOp:
   """Two adjacent loops (a outside b) that every index uses only as a*size(b)*c + b*c become one loop over both: a
-  contiguous (14, 14) becomes 196 = 4 x 49, which vectorizes where 14 lanes would not. Loops of one reduce must be
+  contiguous (14, 14) becomes 196 (LANES 28 = 7 x 28, whole vectors) where 14 lanes would be 8 + 4 + 2. Loops of one reduce must be
   adjacent in it; output loops adjacent in the nest. A loop in a gate, a division or a value is never merged."""
   while (pair := _mergeable(sink)) is not None: sink = _merge(sink, *pair)
   return sink
