@@ -28,7 +28,7 @@ def cached_opt(key: str) -> Opt | None:
 
 def store_opt(key: str, opt: Opt):
   if not CACHELEVEL: return
-  with _db() as db: db.execute("INSERT OR REPLACE INTO beam VALUES (?, ?)", (key, json.dumps([opt.kind, opt.arg, opt.upcast, opt.stage])))
+  with _db() as db: db.execute("INSERT OR REPLACE INTO beam VALUES (?, ?)", (key, json.dumps([opt.kind, opt.arg, opt.upcast, opt.stage, opt.upcast2])))
 
 def _time(prg, mems, var_vals, reps: int) -> float:
   best = float("inf")

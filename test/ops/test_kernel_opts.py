@@ -346,3 +346,29 @@ def test_long_reduction_into_few_outputs_runs_in_two_passes():
   GlobalCounters.reset()
   Tensor(a).sum(0).realize()  # many outputs: one pass
   assert GlobalCounters.kernel_count == 1
+
+def test_every_legal_action_of_a_conv_backward_matches_noopt():
+  # every kernel of a conv's forward and backward (weight gradients get LANES with two register-tiling loops), each
+  # legal action against the scalar program on the same inputs
+  from fusegrad.codegen.opt import actions
+  from fusegrad.codegen.search import lower_and_simplify
+  from fusegrad.engine.realize import get_program
+  from fusegrad.schedule import create_schedule
+  rng = np.random.default_rng(10)
+  x = Tensor(rng.standard_normal((2, 4, 8, 8), dtype=np.float32))
+  w = Tensor(rng.standard_normal((8, 4, 3, 3), dtype=np.float32), requires_grad=True)
+  x.requires_grad = True
+  (x.conv2d(w, padding=1).relu() * Tensor(rng.standard_normal((2, 8, 8, 8), dtype=np.float32))).sum().backward()
+  items, _ = create_schedule([w.grad.uop, x.grad.uop])
+  tried, two_loops = 0, 0
+  for si in items:
+    if si.ast.src[0].op.name == "COPY": continue
+    mems = [b.ensure_allocated()._mem for b in si.bufs]
+    with Context(NOOPT=1): get_program(si.device, si.ast)(mems, [])
+    want = bytes(si.bufs[0].as_memoryview())
+    for opt in actions(lower_and_simplify(si.ast)):
+      get_program(si.device, si.ast, opt)(mems, [])
+      np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), np.frombuffer(want, np.float32), rtol=1e-4, atol=1e-4, err_msg=str(opt))
+      tried += 1
+      two_loops += opt.upcast2 > 1
+  assert tried > 20 and two_loops > 0
