@@ -62,6 +62,23 @@ def div_mod_fold(x: UOp, c: UOp, mod: bool) -> UOp | None:
 
 def _c(u: UOp, v) -> UOp: return UOp.const(u.dtype, v)
 
+def recombine_div_mod(x: UOp) -> UOp | None:
+  """In a sum, k*(y%a) + k*a*(y//a) is k*y, and k*(y%a) + k*a*((y//a)%b) is k*(y%(a*b)): what a flatten after a reshape
+  leaves (j//49*49 + j//7%7*7 + j%7 is j). Exact for C's truncating division too, since (y/a)/b == y/(a*b)."""
+  if not _is_int(x): return None
+  terms = _terms(x)
+  for i, (n, k) in enumerate(terms):
+    if n is None or n.op is not Ops.MOD or n.src[1].op is not Ops.CONST or n.src[1].arg <= 0: continue
+    y, a = n.src
+    for j, (m, km) in enumerate(terms):
+      if m is None or km != k * a.arg: continue
+      if m.op is Ops.IDIV and m.src == (y, a): new = y
+      elif m.op is Ops.MOD and m.src[1].op is Ops.CONST and m.src[1].arg > 0 and m.src[0].op is Ops.IDIV and m.src[0].src == (y, a):
+        new = y % _c(y, a.arg * m.src[1].arg)
+      else: continue
+      return _sum(x.dtype, [t for t_i, t in enumerate(terms) if t_i not in (i, j)] + [(new, k)])
+  return None
+
 symbolic = PatternMatcher([
   (UPat(GroupOp.ALU | {Ops.CAST}, name="a"), fold_constants),
   (UPat(GroupOp.ALU, name="x"), fold_by_bounds),
@@ -79,9 +96,8 @@ symbolic = PatternMatcher([
    lambda x, c1, c2: x * _c(x, c1.arg * c2.arg) if _is_int(x) else None),
   (UPat(Ops.MUL, src=(UPat(Ops.ADD, src=(UPat.var("x"), UPat.var("y"))), UPat.cvar("c"))),
    lambda x, y, c: x * c + y * c if _is_int(x) and x.dtype != dtypes.bool else None),
-  # (x//c)*c + x%c -> x
-  (UPat(Ops.ADD, src=[UPat(Ops.MUL, src=(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("c"))), UPat.cvar("c"))),
-                      UPat(Ops.MOD, src=(UPat.var("x"), UPat.cvar("c")))]), lambda x, c: x),
+  # (x//c)*c + x%c -> x, anywhere in a sum
+  (UPat(Ops.ADD, name="x"), recombine_div_mod),
   (UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("c"))), lambda x, c: div_mod_fold(x, c, False) if _is_int(x) else None),
   (UPat(Ops.MOD, src=(UPat.var("x"), UPat.cvar("c"))), lambda x, c: div_mod_fold(x, c, True) if _is_int(x) else None),
   (UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(UPat.var("x"), UPat.cvar("a"))), UPat.cvar("b"))),

@@ -249,3 +249,17 @@ class TestRules:
       s = simplify(e)
       for v in range(-7, 8):
         assert evaluate(s, {x: v}) == evaluate(e, {x: v}), f"{e} at {v}"
+
+class TestDivModRecombine:
+  def test_flatten_of_a_reshape_is_the_index_itself(self):
+    # a (32, 7, 7) view flattened: j//49*49 + j//7%7*7 + j%7 is j, also among other terms and scaled
+    j, n = rng(1568, 1), rng(16, 2)
+    e = n * c(1568) + (j // c(49)) * c(49) + ((j // c(7)) % c(7)) * c(7) + j % c(7)
+    assert simplify(e) is simplify(n * c(1568) + j)
+    assert simplify(((j // c(7)) % c(7)) * c(21) + (j % c(7)) * c(3)) is simplify((j % c(49)) * c(3))
+
+  def test_exact_for_negative_values_with_truncating_division(self):
+    x = var("x", -500, 500)
+    for e in ((x // c(7)) * c(7) + x % c(7), ((x // c(7)) % c(5)) * c(7) + x % c(7)):
+      s = simplify(e)
+      for v in range(-500, 501, 37): assert evaluate(s, {x: v}) == evaluate(e, {x: v})
