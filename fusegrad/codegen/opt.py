@@ -169,7 +169,7 @@ def apply_opt(sink: UOp, opt: Opt) -> UOp:
   if opt.kind == "NONE" or (a := _analyze(sink)) is None: return sink
   reduces, j, lane_reduces = a
   if opt.kind == "VECTOR":
-    if j is None or j.src[0].arg % opt.arg: raise ValueError(f"{opt} does not apply to this kernel")
+    if j is None or j.src[0].arg % opt.arg or opt.upcast2 > 1: raise ValueError(f"{opt} does not apply to this kernel")
     rows = None
     if opt.upcast > 1:
       if (i := _upcast_range(sink, j)) is None or i.src[0].arg % opt.upcast: raise ValueError(f"{opt} does not apply to this kernel")

@@ -94,6 +94,8 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
     nonlocal counter
     counter += 1
     return f"{prefix}{counter - 1}"
+  def vector_loop(rng: UOp) -> VectorLoop:
+    return VectorLoop(loop_body(uops, rng), rng, vector_math, names, r, emit, new_name, render_alu, render_cast, ctype)
 
   skip_until: UOp | None = None
   for u in uops:
@@ -109,7 +111,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       vars_.append(u)
     elif u.op is Ops.CONST: continue
     elif u.op is Ops.RANGE and u in vloops:
-      VectorLoop(loop_body(uops, u), u, vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render(vloops[u], accs)
+      vector_loop(u).render(vloops[u], accs)
       skip_until = u
     elif u.op is Ops.RANGE and u in vinner:  # a loop over vectors of lanes
       names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"
@@ -117,7 +119,7 @@ def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_m
       lo, hi = (f"core_id*{n}ll/n_cores", f"(core_id+1)*{n}ll/n_cores") if u is parallel else ("0", str(n))  # threads split the vectors
       emit(f"for ({ctype(u.dtype)} {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
       depth += 1
-      VectorLoop(loop_body(uops, u), u, vector_math, names, r, emit, new_name, render_alu, render_cast, ctype).render_vector(f"{names[u]}*{vinner[u]}", vinner[u])
+      vector_loop(u).render_vector(f"{names[u]}*{vinner[u]}", vinner[u])
       depth -= 1
       emit("}")
       skip_until = u

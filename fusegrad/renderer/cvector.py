@@ -142,7 +142,7 @@ class VectorLoop:
   def lane_val(self, u: UOp, i: int) -> str:
     """Lane i of u as a C scalar expression (emitting what it needs)."""
     if u is self.lane: return str(int(self.base) + i) if self.base.isdigit() else f"({self.base}+{i})"
-    kind = self.kind.get(u) if u in self.kind else None
+    kind = self.kind.get(u)
     if kind is None: return self.r(u)  # a scalar from outside the loop: the same in every lane
     if kind == "v": return f"{self.names[u]}[{i}]"
     if kind == "m": return f"({self.names[u]}[{i}]!=0)"
