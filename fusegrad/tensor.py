@@ -4,7 +4,7 @@ import itertools, math, struct, sys, weakref
 from typing import Any, Callable, Sequence
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
 from fusegrad.device import Buffer, canonicalize
-from fusegrad.helpers import WeakValueCache, flatten, prod, TRAINING
+from fusegrad.helpers import WeakValueCache, argsort, flatten, prod, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key
 from fusegrad import schedule as sched
 from fusegrad.engine.realize import run_schedule
@@ -178,6 +178,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if not isinstance(x, Tensor): x = Tensor.full(self.shape, x, dtype=self.dtype, device=self.device)
     if x.shape != self.shape: raise ValueError(f"assign: shape {x.shape} does not match {self.shape}")
     if x.device != self.device: raise ValueError(f"assign: device {x.device} does not match {self.device}")
+    if self._write_through_view(x.cast(self.dtype)): return self
     self.uop = x.cast(self.dtype).uop
     _pending_assigns[id(self)] = weakref.ref(self)
     return self
@@ -650,8 +651,34 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if self.requires_grad and not Tensor.no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
     value = self._setitem_value(indices, value)
+    if self._write_through_view(value): return
     from fusegrad.engine import realize as _realize
     if _realize.capturing is not None or not self._write_in_place(value): self.assign(value)
+
+  def _write_through_view(self, value: Tensor) -> bool:
+    """If self is a view (slice, transpose, flip, detach, ...) of data another tensor or a buffer holds, write value
+    (self's full new value) into that data, as torch and tinygrad do, and return True. The base gets
+    `where(mask, value placed where the view reads, old base)`, so one fused kernel does the write."""
+    chain = _view_chain(self.uop)
+    others = [t for t in _live_tensors() if t is not self]
+    if (owned := sched.buffer_view(self.uop)) is not None:
+      # self holds a whole buffer: rebinding it is the write, unless other tensors view that buffer
+      if owned not in chain or not any(owned in _view_chain(t.uop) for t in others): return False
+    held = {id(t.uop): t for t in others}
+    depth = next((i for i in range(len(chain) - 1, -1, -1) if id(chain[i]) in held or sched.buffer_view(chain[i]) is chain[i]), 0)
+    if depth == 0 and owned is None: return False  # nothing else sees the data: rebinding self is the whole write
+    base_uop = chain[depth]
+    placed, mask = _unview(value, chain[:depth + 1])
+    base = held[id(base_uop)] if id(base_uop) in held else Tensor(base_uop)
+    new_base = mask.where(placed, base)
+    from fusegrad.engine import realize as _realize
+    if _realize.capturing is None and base._write_in_place(new_base): return True
+    # a TinyJit capture or a graph autograd still needs: every live view of the base is rebound to the new value
+    for t in [*others, self]:
+      if base_uop in _view_chain(t.uop):
+        t.uop = t.uop.substitute({base_uop: new_base.uop})
+        _pending_assigns[id(t)] = weakref.ref(t)
+    return True
 
   def _write_in_place(self, value: Tensor) -> bool:
     """Copy value into this tensor's own buffer. Lazy tensors computed from the old contents are realized first, and
@@ -879,6 +906,20 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def __lshift__(self, x): return self._bitwise(Ops.SHL, x)
   def __rshift__(self, x): return self._bitwise(Ops.SHR, x)
   def __invert__(self): return self.bitwise_not()
+  # in place, as in torch and tinygrad: the tensor (and views of it) keep their identity and see the new value
+  def __iadd__(self, x): return self.assign(self.add(x))
+  def __isub__(self, x): return self.assign(self.sub(x))
+  def __imul__(self, x): return self.assign(self.mul(x))
+  def __itruediv__(self, x): return self.assign(self.div(x))
+  def __ifloordiv__(self, x): return self.assign(self.idiv(x))
+  def __imod__(self, x): return self.assign(self.mod(x))
+  def __ipow__(self, x): return self.assign(self.pow(x))
+  def __iand__(self, x): return self.assign(self.bitwise_and(x))
+  def __ior__(self, x): return self.assign(self.bitwise_or(x))
+  def __ixor__(self, x): return self.assign(self.bitwise_xor(x))
+  def __ilshift__(self, x): return self.assign(self.lshift(x))
+  def __irshift__(self, x): return self.assign(self.rshift(x))
+  def __imatmul__(self, x): return self.assign(self.matmul(x))
   def __abs__(self): return self.abs()
 
   # ---------------- reductions
@@ -1005,10 +1046,39 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     m = (m.abs() == math.inf).where(0, m)  # all -inf (or +inf) rows must not produce nan from inf - inf
     return (x - m).exp().sum(axis, keepdim=True).log().add(m).squeeze(self._axes(axis)) if not keepdim else (x - m).exp().sum(axis, keepdim=True).log() + m
 
+def _view_chain(u: UOp) -> list[UOp]:
+  """u and the movement ops (and DETACHes) under it, down to the first node that is neither."""
+  chain = [u]
+  while chain[-1].op in GroupOp.Movement or chain[-1].op is Ops.DETACH: chain.append(chain[-1].src[0])
+  return chain
+
+def _unview(value: Tensor, chain: list[UOp]) -> tuple[Tensor, Tensor]:
+  """value (shaped like chain[0]) and a mask of where it lands, in the coordinates of chain[-1]: each view op of the
+  chain is undone in turn, so a write through a view lands exactly where the view reads."""
+  mask = Tensor.ones(value.shape, dtype=dtypes.bool, device=value.device)
+  for u in chain[:-1]:
+    src = u.src[0].shape
+    if u.op is Ops.RESHAPE: value, mask = value.reshape(src), mask.reshape(src)
+    elif u.op is Ops.PERMUTE:
+      inv = argsort(list(u.arg))
+      value, mask = value.permute(inv), mask.permute(inv)
+    elif u.op is Ops.FLIP:
+      axes = [i for i, f in enumerate(u.arg) if f]
+      value, mask = value.flip(axes), mask.flip(axes)
+    elif u.op is Ops.SHRINK:
+      pads = tuple((b, s - e) for (b, e), s in zip(u.arg, src))
+      value, mask = value.pad(pads), mask.pad(pads)
+    elif u.op is Ops.PAD:
+      keep = tuple((b, b + s) for (b, _), s in zip(u.arg, src))
+      value, mask = value.shrink(keep), mask.shrink(keep)
+    elif u.op is not Ops.DETACH and u.shape != src:  # EXPAND, WINDOW: many view elements read one base element
+      raise RuntimeError(f"unsupported operation: writing into a broadcast (expand) or sliding-window view of shape {u.shape} over "
+                         f"{src}: more than one element of the written-to tensor refers to a single memory location; use .contiguous() first")
+  return value, mask
+
 def _is_view_of(u: UOp, base: UOp) -> bool:
   """Is u only movement ops over `base` (so it reads the buffer's current contents whenever it is evaluated)?"""
-  while u is not base and u.op in GroupOp.Movement: u = u.src[0]
-  return u is base
+  return base in _view_chain(u)
 
 def _sequence_args(first, others: tuple, dim: int) -> tuple:
   """Accept torch's `f([a, b], dim)` besides tinygrad's `f(a, b, dim=dim)`."""

@@ -80,6 +80,42 @@ def simd_width() -> int:
   except OSError: return 4  # every 64-bit CPU has 128-bit vectors (SSE2, NEON)
   return 16 if " avx512f" in flags else 8 if " avx2" in flags else 4
 
+@functools.cache
+def is_clang(cc: str) -> bool:
+  proc = subprocess.run([cc, "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True)
+  return "__clang__" in proc.stdout
+
+@functools.cache
+def compiler_flags(cc: str) -> tuple[str, ...]:
+  """CFLAGS plus workarounds for known compiler bugs, checked once per process against the patterns they broke."""
+  # gcc 12's loop vectorizer miscompiles a sum of reversed loads gathered into a vector initializer
+  # (flip(0).sum() of arange(10) gave 53); our kernels are explicit SIMD, so the auto-vectorizer adds little
+  flags = (*CFLAGS, *([] if is_clang(cc) else ["-fno-tree-loop-vectorize"]))
+  check_compiler(cc, flags)
+  return flags
+
+# Patterns a compiler once got wrong, each with the inputs it broke on: (source of `void k(float*, const float*)`, n, expected)
+KNOWN_MISCOMPILES = [
+  ("""typedef float f32x2 __attribute__((vector_size(8), aligned(4)));
+void k(float* restrict out, const float* restrict in, int n) {
+  float acc = 0.0f;
+  for (long long i = 0; i < n/2; i++) {
+    f32x2 v = (f32x2){in[(n-1)-(i*2+0)], in[(n-1)-(i*2+1)]};
+    acc = acc + v[0]; acc = acc + v[1];
+  }
+  out[0] = acc;
+}""", n, n * (n - 1) / 2) for n in (10, 14, 64)]
+
+def check_compiler(cc: str, flags: tuple[str, ...]) -> None:
+  """Compile and run each known-miscompiled pattern: a wrong answer here stops us before it reaches a user's result."""
+  for src, n, want in KNOWN_MISCOMPILES:
+    fn = getattr(ctypes.CDLL(_build(cc, flags, src, ["-lm"])), "k")
+    out, data = (ctypes.c_float * 1)(), (ctypes.c_float * n)(*range(n))
+    fn(out, data, ctypes.c_int(n))
+    if out[0] != want:
+      raise RuntimeError(f"{cc} with flags {' '.join(flags)} miscompiles a known pattern (a reversed-load sum of {n} gave {out[0]}, "
+                         f"expected {want}): use another compiler with CC=... (e.g. CC=clang) or report the compiler version")
+
 def compile_c(src: str) -> str:
   """Compile to a shared library cached on disk by the hash of the source, compiler and flags."""
   cc = find_compiler()
@@ -87,12 +123,15 @@ def compile_c(src: str) -> str:
   if vector_math(cc):
     src = src.replace("#include <math.h>\n", "#include <math.h>\n" + _simd_decls(), 1)
     libs = ["-lmvec", "-lm"]
-  key = hashlib.sha256((cc + " ".join(CFLAGS) + src).encode()).hexdigest()[:32]
+  return _build(cc, compiler_flags(cc), src, libs)
+
+def _build(cc: str, flags: tuple[str, ...], src: str, libs: list[str]) -> str:
+  key = hashlib.sha256((cc + " ".join(flags) + src).encode()).hexdigest()[:32]
   path = os.path.join(cache_dir(), f"kernel_{key}.so")
   if os.path.exists(path) and CACHELEVEL: return path
   fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache_dir())
   os.close(fd)
-  proc = subprocess.run([cc, *CFLAGS, "-x", "c", "-", "-o", tmp, *libs], input=src.encode(), capture_output=True)
+  proc = subprocess.run([cc, *flags, "-x", "c", "-", "-o", tmp, *libs], input=src.encode(), capture_output=True)
   if proc.returncode != 0:
     os.unlink(tmp)
     raise RuntimeError(f"{cc} failed to compile a kernel:\n{proc.stderr.decode()}\n--- source ---\n{src}")

@@ -1,0 +1,83 @@
+"""Writes into a view land in the tensor it views, as in torch and tinygrad (a KV cache is a slice assign)."""
+import numpy as np
+import pytest
+import torch
+from fusegrad import Tensor, TinyJit
+
+def flip(x, axis): return x.flip(axis) if isinstance(x, Tensor) else np.flip(x, axis)
+
+def both(shape):
+  a = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+  return Tensor(a).contiguous().realize(), a
+
+def test_slice_assign_writes_the_base():
+  cache = Tensor.zeros(2, 3, 4).contiguous().realize()
+  cache[:, :, 1:3].assign(Tensor.ones(2, 3, 2)).realize()
+  want = np.zeros((2, 3, 4), np.float32); want[:, :, 1:3] = 1
+  np.testing.assert_array_equal(cache.numpy(), want)
+
+@pytest.mark.parametrize("write", [
+  lambda x, v: x.T.__setitem__(1, v(3)),
+  lambda x, v: flip(x, 1).__setitem__(0, v(4)),
+  lambda x, v: flip(x, 0).T.__setitem__((slice(None), 1), v(4)),
+  lambda x, v: (x.detach() if isinstance(x, Tensor) else x).__setitem__(1, v(4)),
+  lambda x, v: x[1].__setitem__(2, v()),
+  lambda x, v: x[:, ::-2].__setitem__(0, v(2)),
+  lambda x, v: x[1:, 1::2].__setitem__((slice(None), 0), v(2)),
+  lambda x, v: x.reshape(12)[3:7].__setitem__(slice(None), v(4)),
+  lambda x, v: x.transpose(1, 0)[2:].__setitem__(slice(None), v(2, 3)),
+], ids=["T", "flip", "flip_T", "detach", "x[i][j]", "neg_step", "strided", "reshape", "permute"])
+def test_setitem_through_a_view_matches_numpy(write):
+  f, a = both((3, 4))
+  write(f, lambda *s: Tensor(np.full(s, -1, np.float32)))
+  write(a, lambda *s: np.full(s, -1, np.float32))
+  np.testing.assert_array_equal(f.numpy(), a)
+
+def test_assign_through_views_of_a_lazy_tensor():
+  z = Tensor.zeros(3, 4)
+  z[1:, ::2].assign(Tensor.ones(2, 2))
+  want = np.zeros((3, 4), np.float32); want[1:, ::2] = 1
+  np.testing.assert_array_equal(z.numpy(), want)
+
+def test_program_order_between_writes_and_reads():
+  a = Tensor.arange(5).contiguous().realize()
+  before = a[1:3] * 10
+  view = a[1:3]
+  a[1:3].assign(Tensor([9, 9]))
+  after = a[1:3] * 10
+  a[2:4].assign(Tensor([7, 7]))
+  assert before.tolist() == [10, 20] and after.tolist() == [90, 90]
+  assert view.tolist() == [9, 7] and a.tolist() == [0, 9, 7, 7, 4]
+
+def test_overlapping_source_and_destination():
+  f, a = both((6,))
+  f[1:].assign(f[:-1])
+  t = torch.tensor(a)
+  t[1:] = t[:-1].clone()
+  np.testing.assert_array_equal(f.numpy(), t.numpy())
+
+def test_writing_into_a_broadcast_view_raises():
+  a = Tensor.arange(4).contiguous().realize()
+  with pytest.raises(RuntimeError, match="single memory location"):
+    a.reshape(1, 4).expand(3, 4)[0].assign(Tensor.zeros(4, dtype=a.dtype))
+
+def test_inplace_operators_keep_identity_and_views():
+  a = Tensor.arange(4).float().contiguous().realize()
+  ident, row = id(a), a[1:3]
+  a += 1
+  a *= 2
+  a -= Tensor([1.0, 1.0, 1.0, 1.0])
+  a /= 2
+  assert id(a) == ident and a.tolist() == [0.5, 1.5, 2.5, 3.5]
+  row += 10
+  assert a.tolist() == [0.5, 11.5, 12.5, 3.5]
+
+def test_kv_cache_in_a_jitted_step():
+  cache = Tensor.zeros(1, 6, 2).contiguous().realize()
+  @TinyJit
+  def step(x):
+    cache[:, 2:3].assign(x).realize()
+    return cache.sum(1).realize()
+  for i in range(4):
+    out = step(Tensor([[[float(i), 1.0]]]))
+    assert out.tolist() == [[float(i), 1.0]] and cache.numpy()[0, 2].tolist() == [float(i), 1.0]
