@@ -2,12 +2,12 @@
 from fusegrad.tensor import Tensor
 from fusegrad.dtype import dtypes
 from fusegrad.device import Device
-from fusegrad.helpers import Context, GlobalCounters
+from fusegrad.helpers import Context, GlobalCounters, fetch, getenv
 from fusegrad.uop.ops import UOp
 
 from fusegrad.uop.ops import Variable
 
-from fusegrad.engine.jit import TinyJit
+from fusegrad.engine.jit import TinyJit, function
 from fusegrad import nn  # noqa: E402
 
-__all__ = ["Tensor", "dtypes", "Device", "Context", "GlobalCounters", "Variable", "TinyJit", "nn"]
+__all__ = ["Tensor", "dtypes", "Device", "Context", "GlobalCounters", "Variable", "TinyJit", "function", "nn", "fetch", "getenv", "UOp"]

@@ -2,8 +2,8 @@
 from __future__ import annotations
 import importlib, os
 from typing import Any
-from fusegrad.dtype import DType
-from fusegrad.helpers import DEBUG, GlobalCounters
+from fusegrad.dtype import ALL_DTYPES, DType
+from fusegrad.helpers import DEBUG, DEV, GlobalCounters, Target
 
 KNOWN_DEVICES = ("CPU", "PYTHON", "NULL", "DISK")
 
@@ -16,33 +16,54 @@ def canonicalize(device: str | None) -> str:
   if base == "DISK": return f"DISK:{rest}"
   return base if rest in ("", "0") else f"{base}:{rest}"
 
+class Renderer:
+  """What a device's code generator tells programs about itself (tinygrad's `Device[d].renderer`). A runtime that has
+  no renderer object of its own gets this one: every fusegrad kernel renders every dtype fusegrad has (the C and
+  Python renderers emulate half and bfloat16), so all of them are supported."""
+  def __init__(self, device: str): self.device = device
+  def supported_dtypes(self) -> set[DType]: return set(ALL_DTYPES)
+  def __repr__(self) -> str: return f"<Renderer {self.device}>"
+
 class _Device:
   """`Device["CPU"]` is the device object; `Device.DEFAULT` comes from DEV=DEVICE[:RENDERER] (default CPU)."""
-  def __init__(self): self._opened: dict[str, Any] = {}
+  def __init__(self):
+    self._opened: dict[str, Any] = {}
+    self._default_cache: tuple[Target, str] | None = None
   def __getitem__(self, name: str):
     name = canonicalize(name)
     if name not in self._opened:
       base = name.split(":")[0].lower()
       mod = importlib.import_module(f"fusegrad.runtime.ops_{base}")
-      self._opened[name] = mod.open_device(name)
+      dev = self._opened[name] = mod.open_device(name)
+      # tinygrad programs read Device[d].device and Device[d].renderer; fill them in where a runtime has none
+      if not hasattr(dev, "device"): dev.device = name
+      if getattr(dev, "renderer", None) is None: dev.renderer = Renderer(name)
       if DEBUG >= 1: print(f"opened device {name}")
     return self._opened[name]
+  def canonicalize(self, device: str | None) -> str: return canonicalize(device)
+  @property
+  def default(self) -> Any: return self[self.DEFAULT]
   @property
   def DEFAULT(self) -> str:
-    if not hasattr(self, "_default"):
-      dev = os.getenv("DEV", "")
-      for k in ("CPU", "PYTHON", "NULL"):
-        if os.getenv(k, "") == "1": dev = k
-      self._default = canonicalize(dev.split(":")[0] or "CPU")
-    return self._default
+    target = DEV.value
+    if self._default_cache is None or self._default_cache[0] is not target:  # DEV changed (Context, assignment): parse again
+      dev = target.device or next((k for k in ("CPU", "PYTHON", "NULL") if os.getenv(k, "") == "1"), "CPU")
+      self._default_cache = (target, canonicalize(dev))
+    return self._default_cache[1]
   @DEFAULT.setter
-  def DEFAULT(self, v: str): self._default = canonicalize(v)
+  def DEFAULT(self, v: str):
+    # kept (tinygrad now wants Context(DEV=...)): sets DEV's device and keeps its renderer choice, so switching to
+    # PYTHON and back to CPU under DEV=CPU:CLANG still compiles with clang
+    DEV.value = Target(canonicalize(v), DEV.value.renderer)
   @property
-  def renderer_override(self) -> str | None:
-    dev = os.getenv("DEV", "")
-    return dev.split(":", 1)[1].upper() if ":" in dev else None
+  def renderer_override(self) -> str | None: return DEV.renderer or None
+  def get_available_devices(self) -> list[str]: return [d for d in KNOWN_DEVICES if d != "DISK"]
 
 Device = _Device()
+
+def is_dtype_supported(dtype: DType, device: str | None = None) -> bool:
+  """Whether kernels on `device` (default: Device.DEFAULT) can use `dtype`, as its renderer says."""
+  return dtype.base in Device[canonicalize(device)].renderer.supported_dtypes()
 
 # Freed device memory is kept per (device, size) and handed to the next buffer of that size: fresh memory costs a
 # page fault per 4 KiB on first touch, which for a training step's large activations costs more than the kernels.

@@ -12,7 +12,8 @@ class DType:
   itemsize: int
   name: str
   fmt: str | None    # struct/memoryview format character
-  def __repr__(self) -> str: return f"dtypes.{_CANONICAL.get(self.name, self.name)}"
+  # tinygrad prints the short alias: dtypes.float, dtypes.int, dtypes.long, dtypes.half, dtypes.uchar ...
+  def __repr__(self) -> str: return f"dtypes.{INVERSE_DTYPES_DICT.get(self.name, self.name)}"
   def __lt__(self, o: "DType") -> bool: return self.priority < o.priority
   def ptr(self, size: int = -1) -> "PtrDType": return PtrDType(self.priority, self.itemsize, self.name, self.fmt, self, size)
   def __reduce__(self): return (_dtype_named, (self.name,))  # unpickles to the one instance (equality is identity)
@@ -20,6 +21,20 @@ class DType:
   def base(self) -> "DType": return self
   @property
   def bitsize(self) -> int: return self.itemsize * 8
+  # scalar types only (no vector dtypes at this level): what tinygrad programs ask of a dtype's lanes
+  @property
+  def count(self) -> int: return 1
+  @property
+  def vcount(self) -> int: return 1
+  def scalar(self) -> "DType": return self.base
+  @property
+  def min(self) -> Any:
+    """The smallest value: the range's end for ints, -inf for floats, False for bool (as tinygrad's DType.min)."""
+    return dtypes.min(self.base)
+  @property
+  def max(self) -> Any:
+    """The largest value: the range's end for ints, inf for floats, True for bool (as tinygrad's DType.max)."""
+    return dtypes.max(self.base)
 
 @dataclass(frozen=True, eq=True)  # value equality: equal pointer types must give equal (hash-consed) kernel nodes
 class PtrDType(DType):
@@ -92,6 +107,7 @@ ALL_DTYPES = (dtypes.bool,) + INTS + FLOATS
 # sets for the membership tests above: scalar dtypes hash by identity, so a lookup is one hash instead of a scan
 _INT_SET, _UINT_SET, _FLOAT_SET = frozenset(INTS), frozenset(UINTS), frozenset(FLOATS)
 _CATEGORY = {dtypes.bool: 0, **{d: 1 for d in INTS}, **{d: 2 for d in FLOATS}}
+_CANONICAL_NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64")
 DTYPES_BY_NAME = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
                   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64,
                   "float16": dtypes.float16, "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64,
@@ -99,8 +115,16 @@ DTYPES_BY_NAME = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint
                   "uchar": dtypes.uchar, "char": dtypes.char, "short": dtypes.short, "ushort": dtypes.ushort,
                   "uint": dtypes.uint, "ulong": dtypes.ulong}
 
-_CANONICAL = {d.name: n for n, d in DTYPES_BY_NAME.items() if n in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-                                                                    "uint64", "float16", "bfloat16", "float32", "float64")}
+# tinygrad's tables: every name a dtype is reachable by (aliases included), and the name each dtype prints as; a
+# dtype with an alias prints as the alias, which is how tinygrad shows them
+DTYPES_DICT: dict[str, DType] = dict(DTYPES_BY_NAME)
+_ALIAS = {"int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
+          "uint64": "ulong", "float16": "half", "float32": "float", "float64": "double"}
+INVERSE_DTYPES_DICT: dict[str, str] = {**{d.name: _ALIAS.get(n, n) for n, d in DTYPES_BY_NAME.items() if n in _CANONICAL_NAMES}, "void": "void"}
+DTypeLike = str | DType  # what a dtype= argument accepts: a DType or its name
+
+dtypes.floats, dtypes.uints, dtypes.sints = FLOATS, UINTS, SINTS  # type: ignore[attr-defined]
+dtypes.ints, dtypes.all = UINTS + SINTS, FLOATS + UINTS + SINTS + (dtypes.bool,)  # type: ignore[attr-defined]
 
 def to_dtype(x: Any) -> DType:
   """Accept a DType, a name ('float32'), a numpy dtype or a torch dtype."""
@@ -113,6 +137,10 @@ def to_dtype(x: Any) -> DType:
   if x is int: return dtypes.default_int
   if x is float: return dtypes.default_float
   raise TypeError(f"unknown dtype {x!r}; use one of {sorted(set(DTYPES_BY_NAME))}")
+
+def least_upper_float(d: DType) -> DType:
+  """d if it is a float dtype, else the default float (what a float op on an int tensor computes in)."""
+  return d if dtypes.is_float(d) else least_upper_dtype(d, dtypes.default_float)
 
 def category(d: DType) -> int:
   """0 bool, 1 integer, 2 floating point: promotion never goes down a category."""

@@ -2,7 +2,7 @@
 
 The gradient graph is ordinary lazy Tensor graph, so it fuses and schedules like any forward computation."""
 from __future__ import annotations
-import itertools, math
+import itertools, math, weakref
 from typing import Callable
 from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import Ops, UOp
@@ -16,15 +16,27 @@ def _unbroadcast_expand(g, src: UOp):
   axes = tuple(i for i, (a, b) in enumerate(zip(src.shape, g.shape)) if a != b)
   return g.sum(axes, keepdim=True, dtype=g.dtype) if axes else g
 
+def _max_hits(x, out):
+  """Where x holds its max `out` (keepdim shape): equal values, or NaN where the max is NaN."""
+  oe = out.expand(x.shape)
+  return (x == oe) | ((x != x) & (oe != oe)) if dtypes.is_float(x.dtype) else x == oe
+
 def _reduce_grad(g, u: UOp):
   op, axes = u.arg
   x = _T(u.src[0])
   if op is Ops.ADD: return (g.expand(x.shape),)
   out = _T(u)
   if op is Ops.MAX:
-    # split the gradient evenly among tied maxima (torch's amax behaviour)
-    hit = (x == out.expand(x.shape)).cast(g.dtype)
-    return (hit * (g / hit.sum(axes, keepdim=True, dtype=g.dtype)).expand(x.shape),)
+    # torch.max()'s rule: ties split the gradient evenly, a NaN max sends it to the NaN inputs. Select with where, never
+    # multiply by a 0/1 mask: an inf or NaN upstream gradient must not reach the inputs that were not chosen (0 * inf = NaN)
+    hit = _max_hits(x, out)
+    if (s := u.src[0]).op is Ops.CONTIGUOUS and s.arg is None and s.src[0].op is Ops.REDUCE_AXIS and s.src[0].arg[0] is Ops.MAX:
+      # the second pass of a max in two passes (Tensor._reduce_in_groups): weight each partial max by its number of tied
+      # inputs, so that ties split evenly over the original elements, not per group
+      inner = s.src[0]
+      w = hit.where(_max_hits(_T(inner.src[0]), _T(inner)).cast(g.dtype).sum(inner.arg[1], keepdim=True, dtype=g.dtype), 0)
+      return (hit.where((g / w.sum(axes, keepdim=True, dtype=g.dtype)).expand(x.shape) * w, 0),)
+    return (hit.where((g / hit.cast(g.dtype).sum(axes, keepdim=True, dtype=g.dtype)).expand(x.shape), 0),)
   if op is Ops.MUL:
     # product of all the other elements; correct with zeros as well (one zero: only it gets a gradient)
     zero = x == 0
@@ -43,9 +55,10 @@ def _pow_grad(g, u: UOp):
 
 def _max_grad(g, u: UOp):
   a, b = _T(u.src[0]), _T(u.src[1])
-  # ties share the gradient equally, as torch.maximum does
-  wa = (a > b).cast(g.dtype) + (a == b).cast(g.dtype) * 0.5
-  return g * wa, g * (1 - wa)
+  # torch.maximum's rule: ties split the gradient 0.5/0.5, a NaN input passes it to both. Selected with where, never by
+  # multiplying with a 0/1 mask, so an inf/NaN upstream gradient does not leak into the input that was not chosen
+  share = (a == b).where(g * 0.5, g)
+  return (a < b).where(0, share), (a > b).where(0, share)
 
 def _gather_grad(g, u: UOp):
   # scatter-add: every output position sends its gradient to the source element it read
@@ -75,6 +88,17 @@ def _window_grad(g, u: UOp):
     piece = piece.pad(pads)
     total = piece if total is None else total + piece
   return (total,)
+
+# A function built from several ops for an accurate value can have a composed derivative that is NaN where the true one is
+# inf or finite (an intermediate 0 or inf meets 0 * inf: acosh at 1, atanh at ±1). Such a function registers its output
+# node with its input and exact derivative; hash-consing makes the node stand for that function of that input only.
+_DERIVATIVES: weakref.WeakKeyDictionary[UOp, tuple[UOp, Callable]] = weakref.WeakKeyDictionary()
+
+def with_derivative(y, x, dydx: Callable):
+  """y (a Tensor computed from the Tensor x) whose gradient is g * dydx(x), instead of the derivative of y's own graph.
+  dydx must not hold y (the entry would keep its own key alive)."""
+  _DERIVATIVES[y.uop] = (x.uop, dydx)
+  return y
 
 def _inv_permute(order): return tuple(sorted(range(len(order)), key=lambda i: order[i]))
 
@@ -126,6 +150,10 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   grads = {root: _T(root_grad)}
   for u in reversed(order):
     if u not in grads or u in targets and not u.src or not on_path[u] or u.op is Ops.DETACH: continue
+    if _DERIVATIVES and (d := _DERIVATIVES.get(u)) is not None and on_path.get(d[0], False):
+      x, sg = d[0], grads[u] * d[1](_T(d[0]))
+      grads[x] = grads[x] + sg if x in grads else sg
+      continue
     if u.op not in RULES:
       if any(on_path[s] for s in u.src): raise NotImplementedError(f"no gradient rule for {u.op}")
       continue

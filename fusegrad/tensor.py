@@ -1,10 +1,10 @@
 """The lazy Tensor: every method builds UOps; nothing runs until realize/numpy/item/tolist."""
 from __future__ import annotations
-import itertools, math, struct, sys, weakref
+import itertools, math, struct, sys, threading, weakref
 from typing import Any, Callable, Sequence
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
 from fusegrad.device import Buffer, canonicalize
-from fusegrad.helpers import WeakValueCache, argsort, flatten, prod, TRAINING
+from fusegrad.helpers import TensorError, WeakValueCache, argsort, flatten, prod, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key
 from fusegrad import schedule as sched
 from fusegrad.engine.realize import run_schedule
@@ -17,7 +17,7 @@ def _shape_of(data: Any) -> tuple[int, ...]:
   if not isinstance(data, (list, tuple)): return ()
   if len(data) == 0: return (0,)
   inner = [_shape_of(x) for x in data]
-  if any(s != inner[0] for s in inner): raise ValueError(f"ragged nested sequence: sub-shapes {sorted(set(inner))} differ; every row needs the same length")
+  if any(s != inner[0] for s in inner): raise TensorError(f"ragged nested sequence: sub-shapes {sorted(set(inner))} differ; every row needs the same length")
   return (len(data),) + inner[0]
 
 def _flat(data: Any) -> list:
@@ -28,6 +28,25 @@ def _pack(values: list, dtype: DType) -> bytes:
     from fusegrad.dtype import float_to_bf16
     return struct.pack(f"{len(values)}H", *[float_to_bf16(float(v)) for v in values])
   return struct.pack(f"{len(values)}{dtype.fmt}", *[truncate(dtype, v) for v in values])
+
+def _checked_dtype(values: list, dtype: DType | None) -> DType:
+  """The dtype for Python numbers: given, or inferred as torch does (ints that need it widen to int64). An int that
+  does not fit an integer dtype raises instead of wrapping silently (negative ints into unsigned dtypes wrap, as torch)."""
+  ints = [v for v in values if type(v) is int]
+  if dtype is None:
+    dtype = dtypes.from_py(values)
+    if dtype == dtypes.default_int and ints and not all(dtypes.min(dtype) <= v <= dtypes.max(dtype) for v in ints): dtype = dtypes.int64
+  if dtypes.is_int(dtype) and ints:
+    lo, hi = (-dtypes.max(dtype) - 1 if dtypes.is_unsigned(dtype) else dtypes.min(dtype)), dtypes.max(dtype)
+    if bad := next((v for v in ints if not lo <= v <= hi), None):
+      raise RuntimeError(f"value {bad} cannot be converted to type {dtype} without overflow" if dtype != dtypes.int64 or abs(bad) < 2**64 else
+                         f"value {bad} does not fit any integer dtype (the widest is int64)")
+  return dtype
+
+def _check_numel(shape: tuple[int, ...]) -> tuple[int, ...]:
+  """Kernels index with 64-bit integers: a larger tensor would wrap around and give wrong answers, so it is refused."""
+  if prod(shape) >= 2**63: raise RuntimeError(f"shape {shape} has {prod(shape)} elements, more than 64-bit indexing can address (2**63 - 1)")
+  return shape
 
 def _norm_axis(axis: int, ndim: int, name: str = "dim") -> int:
   if not isinstance(axis, int) or isinstance(axis, bool): raise TypeError(f"{name} must be an int, got {type(axis).__name__}")
@@ -41,7 +60,7 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   out = []
   for dims in zip(*padded):
     big = {d for d in dims if d != 1}
-    if len(big) > 1: raise ValueError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together (dims {dims} differ)")
+    if len(big) > 1: raise TensorError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together (dims {dims} differ)")
     out.append(big.pop() if big else 1)
   return tuple(out)
 
@@ -49,31 +68,50 @@ def _numpy_dtype(d: DType):
   import numpy as np
   return np.dtype(d.fmt) if d != dtypes.bfloat16 else np.dtype(np.uint16)
 
+# `with Tensor.train()` / `Tensor.inference_mode()` hold per thread (as torch's grad mode does), so two threads training
+# side by side do not switch each other's mode; `Tensor.training = x` outside such a block sets it for every thread.
+_thread_modes = threading.local()
+
 class _TensorMeta(type):
   @property
-  def training(cls) -> bool: return bool(TRAINING.value)
+  def training(cls) -> bool:
+    mode = getattr(_thread_modes, "training", None)
+    return bool(TRAINING.value) if mode is None else mode
   @training.setter
-  def training(cls, v: bool): TRAINING.value = int(bool(v))
+  def training(cls, v: bool):
+    if getattr(_thread_modes, "training", None) is not None: _thread_modes.training = bool(v)
+    else: TRAINING.value = int(bool(v))
+  @property
+  def no_grad(cls) -> bool:
+    mode = getattr(_thread_modes, "no_grad", None)
+    return cls._no_grad if mode is None else mode
+  @no_grad.setter
+  def no_grad(cls, v: bool):
+    if getattr(_thread_modes, "no_grad", None) is not None: _thread_modes.no_grad = bool(v)
+    else: cls._no_grad = bool(v)
 
-class _TrainMode:
-  """`with Tensor.train():` (or `@Tensor.train()`) turns training mode on inside; `Tensor.test()` turns it off."""
+class _ThreadMode:
+  """A context manager (or decorator) that sets one of the per-thread modes inside."""
+  name = ""
   def __init__(self, mode: bool = True): self.mode = mode
-  def __enter__(self): self.prev, Tensor.training = Tensor.training, self.mode
-  def __exit__(self, *exc): Tensor.training = self.prev
+  def __enter__(self):
+    self.prev = getattr(_thread_modes, self.name, None)
+    setattr(_thread_modes, self.name, self.mode)
+  def __exit__(self, *exc): setattr(_thread_modes, self.name, self.prev)
   def __call__(self, fn):
     def wrapper(*args, **kwargs):
-      with _TrainMode(self.mode): return fn(*args, **kwargs)
+      with type(self)(self.mode): return fn(*args, **kwargs)
     return wrapper
 
-class _NoGrad:
+class _TrainMode(_ThreadMode):
+  """`with Tensor.train():` (or `@Tensor.train()`) turns training mode on inside; `Tensor.test()` turns it off."""
+  name = "training"
+
+class _NoGrad(_ThreadMode):
   """`with Tensor.inference_mode():` or `@Tensor.inference_mode()`: backward() is refused inside."""
-  def __enter__(self): self.prev, Tensor.no_grad = Tensor.no_grad, True
-  def __exit__(self, *exc): Tensor.no_grad = self.prev
-  def __call__(self, fn):
-    def wrapper(*args, **kwargs):
-      with _NoGrad(): return fn(*args, **kwargs)
-    return wrapper
+  name = "no_grad"
 
+_realize_lock = threading.RLock()
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
 _pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
 
@@ -92,10 +130,10 @@ _leaf_ids = itertools.count()  # tensors given a new value by assign() and not y
 
 class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   """A lazily evaluated n-dimensional array with PyTorch-style semantics."""
-  no_grad: bool = False
+  _no_grad: bool = False
   train = staticmethod(lambda mode=True: _TrainMode(mode))
   test = staticmethod(lambda: _TrainMode(False))
-  inference_mode = staticmethod(lambda: _NoGrad())
+  inference_mode = staticmethod(lambda mode=True: _NoGrad(mode))
   _seed: int = 0
   _rng_counter: int = 0
   __array_priority__ = 1000  # numpy defers to our reflected operators
@@ -104,18 +142,17 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if type(data) is UOp and device is None and dtype is None and requires_grad is None:
       # every op wraps its result like this: nothing to convert, move or make a leaf of
       self.grad, self.requires_grad = None, None
-      self._register()
       self.uop = data
+      self._register()  # only once built: another thread may be walking the live tensors
       return
     device = canonicalize(device)
     dtype = to_dtype(dtype) if dtype is not None else None
     self.grad: Tensor | None = None
     self.requires_grad: bool | None = requires_grad
-    self._register()
     if isinstance(data, UOp): self.uop = data
     elif isinstance(data, Tensor): self.uop = data.cast(dtype).to(device).uop if dtype else data.to(device).uop
     elif data is None: self.uop = Tensor.empty(0, device=device, dtype=dtype or dtypes.default_float).uop
-    elif isinstance(data, (bool, int, float)): self.uop = Tensor._const(data, dtype or dtypes.from_py(data), device, ())
+    elif isinstance(data, (bool, int, float)): self.uop = Tensor._const(data, _checked_dtype([data], dtype), device, ())
     elif isinstance(data, (list, tuple)):
       shape = _shape_of(data)
       flat = _flat(data)
@@ -123,7 +160,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
         if not isinstance(v, (bool, int, float)) and not hasattr(v, "item"):
           raise TypeError(f"Tensor() got an element of type {type(v).__name__}; expected numbers (or nested lists of them)")
       flat = [v.item() if hasattr(v, "item") else v for v in flat]
-      dtype = dtype or (dtypes.from_py(flat) if flat else dtypes.default_float)
+      dtype = _checked_dtype(flat, dtype) if flat else dtype or dtypes.default_float
       self.uop = Tensor._from_bytes(_pack(flat, dtype), dtype, device, shape)
     elif isinstance(data, (bytes, bytearray, memoryview)):
       self.uop = Tensor._from_bytes(bytes(data), dtypes.uint8, device, (len(data),))
@@ -137,6 +174,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       self.uop = Tensor._from_bytes(arr.tobytes(), src_dtype, device, arr.shape)
       if dtype and dtype != src_dtype: self.uop = self.cast(dtype).uop
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
+    self._register()
     # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient
     if requires_grad and sched.buffer_view(self.uop) is None: self.contiguous_leaf_()
 
@@ -160,15 +198,17 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if gradient is None:
       if self.numel() != 1: raise RuntimeError(f"gradient of a non-scalar tensor of shape {self.shape} needs an explicit `gradient`")
       gradient = Tensor.ones(self.shape, dtype=self.dtype, device=self.device)
-    if gradient.shape != self.shape: raise ValueError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
+    if gradient.shape != self.shape: raise TensorError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
     grads = compute_gradient(self.uop, gradient.cast(self.dtype).uop, {t.uop for t in targets})
     return [Tensor(grads[t.uop]) if t.uop in grads else t.zeros_like() for t in targets]
   def backward(self, gradient: Tensor | None = None) -> Tensor:
     """Accumulate d(self)/d(t) into t.grad for every tensor t with requires_grad=True in self's graph."""
     if Tensor.no_grad: raise RuntimeError("backward() while Tensor.no_grad is set (or inside Tensor.inference_mode()): gradients are off")
     in_graph = set(self.uop.toposort())
-    params = [t for t in _live_tensors() if t.requires_grad and t.uop in in_graph]
-    if not params: raise RuntimeError("backward(): no tensor in this graph has requires_grad=True")
+    # as tinygrad: every float tensor of the graph gets a gradient unless it says requires_grad=False (constants have none)
+    params = [t for t in _live_tensors() if t.uop in in_graph and (t.requires_grad or t.requires_grad is None and dtypes.is_float(t.dtype)
+                                                                  and t.uop.base.op is not Ops.CONST and t is not self)]
+    if not params: raise RuntimeError("backward(): no tensor in this graph can have a gradient (all are constants, or requires_grad=False)")
     for t, g in zip(params, self.gradient(*params, gradient=gradient)):
       if g.shape != t.shape: raise RuntimeError(f"internal error: gradient shape {g.shape} != tensor shape {t.shape}")
       t.grad = g if t.grad is None else t.grad + g
@@ -176,14 +216,17 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def assign(self, x: Any) -> Tensor:
     """Give this tensor the value of x (same shape and dtype); the tensor object keeps its identity."""
     if not isinstance(x, Tensor): x = Tensor.full(self.shape, x, dtype=self.dtype, device=self.device)
-    if x.shape != self.shape: raise ValueError(f"assign: shape {x.shape} does not match {self.shape}")
-    if x.device != self.device: raise ValueError(f"assign: device {x.device} does not match {self.device}")
-    if self._write_through_view(x.cast(self.dtype)): return self
+    if x.shape != self.shape: raise TensorError(f"assign: shape {x.shape} does not match {self.shape}")
+    if x.device != self.device: raise TensorError(f"assign: device {x.device} does not match {self.device}")
+    with _realize_lock:
+      if self._write_through_view(x.cast(self.dtype)): return self
     self.uop = x.cast(self.dtype).uop
+    # equal constants are one node: a tensor assigned one gets a node of its own (two parameters must not share a gradient)
+    if self.uop.base.op is Ops.CONST: self.uop = UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))
     _pending_assigns[id(self)] = weakref.ref(self)
     return self
   def replace(self, x: Tensor) -> Tensor:
-    if x.shape != self.shape: raise ValueError(f"replace: shape {x.shape} does not match {self.shape}")
+    if x.shape != self.shape: raise TensorError(f"replace: shape {x.shape} does not match {self.shape}")
     self.uop = x.uop
     return self
 
@@ -222,6 +265,11 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if not self.shape: raise TypeError("len() of a 0-d tensor")
     return self.shape[0]
   def __repr__(self) -> str: return f"<Tensor {self.shape} {self.dtype} on {self.device} with grad {self.grad!r}>" if self.grad is None else f"<Tensor {self.shape} {self.dtype} on {self.device} with grad>"
+  def __str__(self) -> str:
+    """The values, as torch prints them, for a realized tensor or a small lazy one (computing it); else the repr."""
+    if sched.buffer_view(self.uop) is None and self.numel() > 1000: return repr(self)
+    from fusegrad.tensor_str import tensor_str
+    return tensor_str(self)
   def __hash__(self): return id(self)
   def __bool__(self):
     if self.numel() != 1: raise RuntimeError(f"the truth value of a tensor with {self.numel()} elements is ambiguous; use .any() or .all()")
@@ -233,6 +281,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   # ---------------- realization and data out
   @staticmethod
   def realize_all(*tensors: Tensor) -> None:
+    # scheduling, the caches and buffer state are shared by every thread: one realize at a time (graph building is free)
+    with _realize_lock: Tensor._realize_all(*tensors)
+  @staticmethod
+  def _realize_all(*tensors: Tensor) -> None:
     # pending assigns happen with the next realize, as an in-place update would have (e.g. BatchNorm running stats)
     tensors = tensors + tuple(t for r in list(_pending_assigns.values()) if (t := r()) is not None and not any(t is x for x in tensors))
     _pending_assigns.clear()
@@ -273,7 +325,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       return [nest(v[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
     return nest(vals, self.shape)
   def item(self) -> Any:
-    if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, this one has shape {self.shape}")
+    if self.numel() != 1: raise TensorError(f"item() needs a tensor with exactly one element, this one has shape {self.shape}")
     return self._flat_values()[0]
   def numpy(self):
     import numpy as np
@@ -291,7 +343,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def to_(self, device: str | None) -> Tensor:
     self.uop = self.to(device).uop
     return self
-  def clone(self) -> Tensor: return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def clone(self, device: str | None = None, **kwargs) -> Tensor:
+    """A copy in a buffer of its own, on `device` (default: self's device), as tinygrad's clone(device=)."""
+    x = self.to(device) if device is not None else self
+    return Tensor(UOp(Ops.CONTIGUOUS, x.dtype, (x.uop,)))
   def contiguous(self) -> Tensor:
     if sched.buffer_view(self.uop) is not None: return self
     return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
@@ -310,8 +365,8 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
     for s in shape:
       if not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"shape entries must be ints, got {shape!r}")
-      if s < 0: raise ValueError(f"negative dimension {s} in shape {shape}")
-    return tuple(shape)
+      if s < 0: raise TensorError(f"negative dimension {s} in shape {shape}")
+    return _check_numel(tuple(shape))
   @staticmethod
   def full(shape: tuple[int, ...] | int, fill_value: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     shape = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
@@ -329,7 +384,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   @staticmethod
   def arange(start, stop=None, step=1, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     if stop is None: start, stop = 0, start
-    if step == 0: raise ValueError("arange step must be nonzero")
+    if step == 0: raise TensorError("arange step must be nonzero")
     dtype = to_dtype(dtype) if dtype is not None else (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     n = max(0, math.ceil((stop - start) / step))
     iota = Tensor(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n))
@@ -337,7 +392,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return Tensor(out.cast(dtype).uop, **kwargs)
   @staticmethod
   def linspace(start, stop, steps: int, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
-    if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
+    if steps < 0: raise TensorError(f"linspace needs steps >= 0, got {steps}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if steps == 1: return Tensor.full((1,), start, device=device, dtype=dtype, **kwargs)
     i = Tensor.arange(steps, device=device, dtype=dtypes.float32 if dtype != dtypes.float64 else dtypes.float64)
@@ -349,7 +404,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   @staticmethod
   def eye(n: int, m: int | None = None, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     m = n if m is None else m
-    if n < 0 or m < 0: raise ValueError(f"eye needs non-negative sizes, got {n}, {m}")
+    if n < 0 or m < 0: raise TensorError(f"eye needs non-negative sizes, got {n}, {m}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     r = Tensor.arange(n, device=device).reshape(n, 1)
     c = Tensor.arange(m, device=device).reshape(1, m)
@@ -392,7 +447,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def randn_like(self, **kwargs) -> Tensor: return Tensor.randn(self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
   @staticmethod
   def randint(*shape, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
-    if high <= low: raise ValueError(f"randint needs low < high, got low={low}, high={high}")
+    if high <= low: raise TensorError(f"randint needs low < high, got low={low}, high={high}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.int32
     x = (Tensor.rand(*shape, device=device, dtype=dtypes.float32) * (high - low)).floor().cast(dtypes.int64) + low
     return Tensor(x.minimum(high - 1).cast(dtype).uop, **kwargs)
@@ -474,38 +529,41 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
 
   def _broadcast_to(self, shape: tuple[int, ...]) -> Tensor:
     if self.shape == shape: return self
-    if len(self.shape) > len(shape): raise ValueError(f"cannot broadcast shape {self.shape} to {shape}")
+    if len(self.shape) > len(shape): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
     x = self.reshape((1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
     broadcast_shape(x.shape, shape)
-    if any(a != b and a != 1 for a, b in zip(x.shape, shape)): raise ValueError(f"cannot broadcast shape {self.shape} to {shape}")
-    return x._mop(Ops.EXPAND, shape) if x.shape != shape else x
+    if any(a != b and a != 1 for a, b in zip(x.shape, shape)): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
+    return x._mop(Ops.EXPAND, _check_numel(shape)) if x.shape != shape else x
 
   # ---------------- movement
   def reshape(self, shape, *args) -> Tensor:
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
+    if None in shape:  # tinygrad: None keeps that dim's size
+      if len(shape) > self.ndim and None in shape[self.ndim:]: raise TensorError(f"reshape {shape}: None at a dim that {self.shape} does not have")
+      shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(shape))
     for s in shape:
       if not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"reshape sizes must be ints, got {shape}")
-    if shape.count(-1) > 1: raise ValueError(f"only one dimension can be inferred (-1) in reshape {shape}")
-    if any(s < -1 for s in shape): raise ValueError(f"invalid size in reshape {shape}")
+    if shape.count(-1) > 1: raise TensorError(f"only one dimension can be inferred (-1) in reshape {shape}")
+    if any(s < -1 for s in shape): raise TensorError(f"invalid size in reshape {shape}")
     if -1 in shape:
       known = prod(s for s in shape if s != -1)
-      if known == 0 or self.numel() % known: raise ValueError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape}")
+      if known == 0 or self.numel() % known: raise TensorError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape}")
       shape = tuple(self.numel() // known if s == -1 else s for s in shape)
-    if prod(shape) != self.numel(): raise ValueError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape} ({prod(shape)} elements)")
+    if prod(shape) != self.numel(): raise TensorError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape} ({prod(shape)} elements)")
     if shape == self.shape: return self
     return self._mop(Ops.RESHAPE, shape)
   def view(self, *shape) -> Tensor: return self.reshape(*shape) if shape and not isinstance(shape[0], DType) else self.bitcast(shape[0])
   def expand(self, shape, *args) -> Tensor:
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
-    if len(shape) < self.ndim: raise ValueError(f"expand to {shape} has fewer dims than the tensor's shape {self.shape}")
+    if len(shape) < self.ndim: raise TensorError(f"expand to {shape} has fewer dims than the tensor's shape {self.shape}")
     padded = (None,) * (len(shape) - self.ndim) + self.shape
     new = tuple(p if s == -1 else s for s, p in zip(shape, padded))
-    if None in new: raise ValueError(f"-1 is not allowed for new leading dims in expand {shape}")
+    if None in new: raise TensorError(f"-1 is not allowed for new leading dims in expand {shape}")
     return self._broadcast_to(new)  # type: ignore
   def permute(self, order, *args) -> Tensor:
     order = tuple(order) if isinstance(order, (tuple, list)) else (order,) + args
     order = tuple(_norm_axis(o, self.ndim) for o in order)
-    if sorted(order) != list(range(self.ndim)): raise ValueError(f"permute order {order} is not a permutation of the {self.ndim} dims of shape {self.shape}")
+    if sorted(order) != list(range(self.ndim)): raise TensorError(f"permute order {order} is not a permutation of the {self.ndim} dims of shape {self.shape}")
     return self._mop(Ops.PERMUTE, order) if order != tuple(range(self.ndim)) else self
   def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
     if self.ndim < 2 and dim0 == 1 and dim1 == 0: return self
@@ -516,36 +574,37 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def flip(self, axis, *args) -> Tensor:
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,) + args
     axes = [_norm_axis(a, self.ndim) for a in axes]
-    if len(set(axes)) != len(axes): raise ValueError(f"dim appears multiple times in flip {axis}")
+    if len(set(axes)) != len(axes): raise TensorError(f"dim appears multiple times in flip {axis}")
     if not axes: return self
     return self._mop(Ops.FLIP, tuple(i in axes for i in range(self.ndim)))
   def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
-    if len(arg) != self.ndim: raise ValueError(f"shrink needs one (start, end) per dim of {self.shape}, got {arg}")
+    if len(arg) != self.ndim: raise TensorError(f"shrink needs one (start, end) per dim of {self.shape}, got {arg}")
     arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     for (b, e), s in zip(arg, self.shape):
-      if not 0 <= b <= e <= s: raise ValueError(f"shrink {arg} out of bounds for shape {self.shape}")
+      if not 0 <= b <= e <= s: raise TensorError(f"shrink {arg} out of bounds for shape {self.shape}")
     if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
     return self._mop(Ops.SHRINK, arg)
   def pad(self, padding, mode: str = "constant", value: float = 0.0) -> Tensor:
     """padding: one (before, after) pair per dim (None = no pad), or a flat torch-style sequence starting from the last dim.
     Negative amounts crop."""
     if all(isinstance(p, int) for p in padding) and len(padding) > 0:
-      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise ValueError(f"flat padding {padding} needs an even length of at most 2*ndim={2*self.ndim}")
+      if len(padding) % 2 or len(padding) // 2 > self.ndim: raise TensorError(f"flat padding {padding} needs an even length of at most 2*ndim={2*self.ndim}")
       pairs = [(0, 0)] * (self.ndim - len(padding) // 2) + [(padding[i], padding[i + 1]) for i in range(len(padding) - 2, -1, -2)]
     else:
-      if len(padding) != self.ndim: raise ValueError(f"padding {padding} needs one pair per dim of {self.shape}")
+      if len(padding) != self.ndim: raise TensorError(f"padding {padding} needs one pair per dim of {self.shape}")
       pairs = [(0, 0) if p is None else tuple(p) for p in padding]
     if mode != "constant":  # reflect / replicate / circular live in tensor_ops.py
-      if value != 0: raise ValueError(f"pad mode {mode!r} does not take a value argument")
+      if value != 0: raise TensorError(f"pad mode {mode!r} does not take a value argument")
       return self._pad_mode(pairs, mode)
     x = self
     crop = [(-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)]
     if any(c != (0, s) for c, s in zip(crop, self.shape)):
-      if any(e < b for b, e in crop): raise ValueError(f"negative padding {padding} crops more than shape {self.shape}")
+      if any(e < b for b, e in crop): raise TensorError(f"negative padding {padding} crops more than shape {self.shape}")
       x = x.shrink(crop)
     pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
     if all(p == (0, 0) for p in pos): return x
     out = x._mop(Ops.PAD, pos)
+    _check_numel(out.shape)
     if value != 0:
       mask = Tensor.ones(x.shape, dtype=dtypes.bool, device=x.device)._mop(Ops.PAD, pos)
       out = mask.where(out, value)
@@ -561,14 +620,14 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if self.ndim == 0: return self.reshape(1)
     s, e = _norm_axis(start_dim, self.ndim), _norm_axis(end_dim, self.ndim)
-    if s > e: raise ValueError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
+    if s > e: raise TensorError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
     return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
   def unflatten(self, dim: int, sizes: tuple[int, ...]) -> Tensor:
     d = _norm_axis(dim, self.ndim)
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
   def repeat(self, repeats, *args) -> Tensor:
     repeats = tuple(repeats) if isinstance(repeats, (tuple, list)) else (repeats,) + args
-    if len(repeats) < self.ndim: raise ValueError(f"repeat needs at least {self.ndim} repeat counts for shape {self.shape}, got {repeats}")
+    if len(repeats) < self.ndim: raise TensorError(f"repeat needs at least {self.ndim} repeat counts for shape {self.shape}, got {repeats}")
     base = (1,) * (len(repeats) - self.ndim) + self.shape
     x = self.reshape(base)
     x = x.reshape(flatten((1, s) for s in base)).expand(flatten((r, s) for r, s in zip(repeats, base)))
@@ -577,11 +636,11 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     """tinygrad's `a.cat(b, c, dim=...)` / `Tensor.cat(a, b, c)`, and torch's `Tensor.cat([a, b, c], dim)`."""
     self, others, dim = _sequence_args(self, others, dim)
     ts = [self, *others]
-    if any(t.ndim == 0 for t in ts): raise ValueError("zero-dimensional tensors cannot be concatenated")
+    if any(t.ndim == 0 for t in ts): raise TensorError("zero-dimensional tensors cannot be concatenated")
     d = _norm_axis(dim, self.ndim)
     for t in ts:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
-        raise ValueError(f"cat: shapes {[t.shape for t in ts]} must match except in dim {d}")
+        raise TensorError(f"cat: shapes {[t.shape for t in ts]} must match except in dim {d}")
     dt = least_upper_dtype(*[t.dtype for t in ts])
     total, off, out = sum(t.shape[d] for t in ts), 0, None
     for t in ts:
@@ -595,23 +654,23 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     """tinygrad's `a.stack(b, dim=...)` / `Tensor.stack(a, b)`, and torch's `Tensor.stack([a, b], dim)`."""
     self, others, dim = _sequence_args(self, others, dim)
     ts = [self, *others]
-    if any(t.shape != self.shape for t in ts): raise ValueError(f"stack needs equal shapes, got {[t.shape for t in ts]}")
+    if any(t.shape != self.shape for t in ts): raise TensorError(f"stack needs equal shapes, got {[t.shape for t in ts]}")
     d = _norm_axis(dim, self.ndim + 1)
     return Tensor.cat(*[t.unsqueeze(d) for t in ts], dim=d)
   def split(self, sizes: int | Sequence[int], dim: int = 0) -> list[Tensor]:
     d = _norm_axis(dim, self.ndim)
     n = self.shape[d]
     if isinstance(sizes, int):
-      if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
+      if sizes <= 0: raise TensorError(f"split size must be positive, got {sizes}")
       sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
-    if sum(sizes) != n: raise ValueError(f"split sizes {list(sizes)} must sum to {n} (dim {d} of {self.shape})")
+    if sum(sizes) != n: raise TensorError(f"split sizes {list(sizes)} must sum to {n} (dim {d} of {self.shape})")
     out, off = [], 0
     for s in sizes:
       out.append(self.shrink(tuple((off, off + s) if i == d else None for i in range(self.ndim))))
       off += s
     return out
   def chunk(self, chunks: int, dim: int = 0) -> list[Tensor]:
-    if chunks <= 0: raise ValueError(f"chunk needs a positive number of chunks, got {chunks}")
+    if chunks <= 0: raise TensorError(f"chunk needs a positive number of chunks, got {chunks}")
     d = _norm_axis(dim, self.ndim)
     return self.split(max(1, math.ceil(self.shape[d] / chunks)), d)
 
@@ -622,7 +681,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     d = _norm_axis(dim, self.ndim)
     if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
     if index.ndim != self.ndim or any(i > s for k, (i, s) in enumerate(zip(index.shape, self.shape)) if k != d):
-      raise ValueError(f"gather: index shape {index.shape} must have {self.ndim} dims and fit in {self.shape} outside dim {d}")
+      raise TensorError(f"gather: index shape {index.shape} must have {self.ndim} dims and fit in {self.shape} outside dim {d}")
     x = self.shrink(tuple((0, i) if k != d else None for k, i in enumerate(index.shape)))
     return Tensor(UOp(Ops.GATHER, self.dtype, (x.uop, index.uop), d))
   def _index_tensor(self, dim: int, idx: Tensor) -> Tensor:
@@ -651,9 +710,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if self.requires_grad and not Tensor.no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
     value = self._setitem_value(indices, value)
-    if self._write_through_view(value): return
-    from fusegrad.engine import realize as _realize
-    if _realize.capturing is not None or not self._write_in_place(value): self.assign(value)
+    with _realize_lock:
+      if self._write_through_view(value): return
+      from fusegrad.engine import realize as _realize
+      if _realize.capturing is not None or not self._write_in_place(value): self.assign(value)
 
   def _write_through_view(self, value: Tensor) -> bool:
     """If self is a view (slice, transpose, flip, detach, ...) of data another tensor or a buffer holds, write value
@@ -712,7 +772,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return self if self.dtype == dtype else Tensor(UOp(Ops.CAST, dtype, (self.uop,)))
   def bitcast(self, dtype: DType | str) -> Tensor:
     dtype = to_dtype(dtype)
-    if dtype.itemsize != self.dtype.itemsize: raise ValueError(f"bitcast from {self.dtype} to {dtype} needs equal itemsizes ({self.dtype.itemsize} vs {dtype.itemsize})")
+    if dtype.itemsize != self.dtype.itemsize: return self._bitcast_resize(dtype)
     return self if self.dtype == dtype else Tensor(UOp(Ops.BITCAST, dtype, (self.uop,)))
   def float(self) -> Tensor: return self.cast(dtypes.float32)
   def half(self) -> Tensor: return self.cast(dtypes.float16)
@@ -771,7 +831,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def sigmoid(self) -> Tensor: return self._unary(Ops.SIGMOID)
   def logical_not(self) -> Tensor: return self.ne(True) if self.dtype == dtypes.bool else self == 0
   def isnan(self) -> Tensor: return self != self
-  def isinf(self) -> Tensor: return self.abs() == math.inf if dtypes.is_float(self.dtype) else self.full_like(False, dtype=dtypes.bool)
+  def isinf(self, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
+    if not dtypes.is_float(self.dtype) or not (detect_positive or detect_negative): return self.full_like(False, dtype=dtypes.bool)
+    if detect_positive and detect_negative: return self.abs() == math.inf
+    return self == (math.inf if detect_positive else -math.inf)
   def isfinite(self) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
 
   def add(self, x, alpha=None) -> Tensor:
@@ -791,7 +854,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if rounding_mode == "trunc":
       return a._alu(Ops.IDIV, b) if dtypes.is_int(a.dtype) else a._alu(Ops.FDIV, b).trunc()
     if rounding_mode == "floor": return a._floordiv(b)
-    if rounding_mode is not None: raise ValueError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+    if rounding_mode is not None: raise TensorError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
     return a._alu(Ops.FDIV, b)
   def _floordiv(self, b: Tensor) -> Tensor:
@@ -840,11 +903,18 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     shape = x.shape if cond.shape == x.shape else broadcast_shape(cond.shape, x.shape)  # equal shapes: nothing to broadcast
     return cond._broadcast_to(shape)._alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape))
   def clip(self, min_=None, max_=None) -> Tensor:
-    if min_ is None and max_ is None: raise ValueError("clip needs at least one of min_ or max_")
-    x = self
-    if min_ is not None: x = x.maximum(min_)
-    if max_ is not None: x = x.minimum(max_)
-    return x
+    if min_ is None and max_ is None: raise TensorError("clip needs at least one of min_ or max_")
+    ref = self if min_ is None else self.maximum(min_)
+    ref = ref if max_ is None else ref.minimum(max_)  # the value (NaN stays NaN), in the promoted dtype and broadcast shape
+    if not dtypes.is_float(ref.dtype): return ref
+    # the gradient is torch.clamp's, selected with where so an inf/NaN upstream gradient never reaches an input that was not
+    # chosen: x where min_ <= x <= max_ (bounds included), max_ where x > max_ or max_ < min_, min_ where x < min_ < max_
+    x, out = self.cast(ref.dtype)._broadcast_to(ref.shape), ref.detach()
+    lo = None if min_ is None else x._broadcasted(min_)[1]
+    hi = None if max_ is None else x._broadcasted(max_)[1]
+    if hi is None: return (x >= lo).where(x, (x < lo).where(lo, out))
+    if lo is None: return (x <= hi).where(x, (x > hi).where(hi, out))
+    return ((x >= lo) & (x <= hi)).where(x, ((x > hi) | ((hi < lo) & (x == x))).where(hi, ((x < lo) & (lo < hi)).where(lo, out)))
   def clamp(self, min=None, max=None) -> Tensor: return self.clip(min, max)
   def lerp(self, end, weight) -> Tensor: return self + (end - self) * weight
 
@@ -853,8 +923,9 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return a._alu(op, b)
   def __lt__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x)
   def __gt__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True)
-  def __le__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True).logical_not()
-  def __ge__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x).logical_not()
+  # not `not >`: every comparison with NaN is False (IEEE, as torch)
+  def __le__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x) | self._cmp(Ops.CMPEQ, x)
+  def __ge__(self, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True) | self._cmp(Ops.CMPEQ, x)
   def __eq__(self, x) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
   def __ne__(self, x) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
   def eq(self, x) -> Tensor: return self == x
@@ -927,7 +998,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if axis is None: return tuple(range(self.ndim))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(_norm_axis(a, self.ndim) for a in axes)
-    if len(set(axes)) != len(axes): raise ValueError(f"dim {axis} appears multiple times in the list of dims")
+    if len(set(axes)) != len(axes): raise TensorError(f"dim {axis} appears multiple times in the list of dims")
     return axes
   def _reduce(self, op: Ops, axis=None, keepdim: bool = False) -> Tensor:
     axes = self._axes(axis)
@@ -951,42 +1022,55 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if self.dtype == dtypes.bool or (dtypes.is_int(self.dtype) and not dtypes.is_unsigned(self.dtype)): return least_upper_dtype(self.dtype, dtypes.default_int) if self.dtype != dtypes.bool else dtypes.default_int
     if dtypes.is_unsigned(self.dtype): return least_upper_dtype(self.dtype, dtypes.uint32)
     return self.dtype
-  def sum(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None, acc_dtype=None) -> Tensor:
+  def _wide(self) -> Tensor:
+    """16-bit floats accumulate in float32 and round once at the end (a float16 sum of 20,000 tens would overflow)."""
+    return self.cast(dtypes.float32) if self.dtype in (dtypes.float16, dtypes.bfloat16) else self
+  def sum(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None, acc_dtype=None, *, dim=None) -> Tensor:
+    axis = self._pick_axis(axis, dim)
     x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype())
-    return x._reduce(Ops.ADD, axis, keepdim)
-  def prod(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None) -> Tensor:
+    return x._wide()._reduce(Ops.ADD, axis, keepdim).cast(x.dtype)
+  def prod(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None, *, dim=None) -> Tensor:
+    axis = self._pick_axis(axis, dim)
     x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype())
-    return x._reduce(Ops.MUL, axis, keepdim)
-  def max(self, axis=None, keepdim: bool = False) -> Tensor:
+    return x._wide()._reduce(Ops.MUL, axis, keepdim).cast(x.dtype)
+  def max(self, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
+    """tinygrad's max(axis) gives the values; torch's spelling max(dim=d) gives (values, indices) as torch does."""
+    if dim is not None: return self._max_min_dim(self._pick_axis(axis, dim), keepdim, True)
     self._check_nonempty("max", axis)
     if self.dtype == dtypes.bool: return self.cast(dtypes.uint8)._reduce(Ops.MAX, axis, keepdim).cast(dtypes.bool)
     return self._reduce(Ops.MAX, axis, keepdim)
-  def min(self, axis=None, keepdim: bool = False) -> Tensor:
+  def min(self, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
+    if dim is not None: return self._max_min_dim(self._pick_axis(axis, dim), keepdim, False)
     self._check_nonempty("min", axis)
     if self.dtype == dtypes.bool: return self.logical_not().max(axis, keepdim).logical_not()
     if dtypes.is_int(self.dtype): return (~(~self).max(axis, keepdim))
     return -((-self).max(axis, keepdim))
   def _check_nonempty(self, name: str, axis):
     if any(self.shape[a] == 0 for a in self._axes(axis)): raise RuntimeError(f"{name}() of an empty dimension has no identity: shape {self.shape}, dim {axis}")
-  def mean(self, axis=None, keepdim: bool = False) -> Tensor:
-    x = self._float()
+  def mean(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None, *, dim=None) -> Tensor:
+    axis = self._pick_axis(axis, dim)
+    x = self.cast(dtype) if dtype is not None else self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
-    out = x.sum(axis, keepdim)
-    return out.div(n) if n else out * math.nan
-  def var(self, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None) -> Tensor:
+    out = x._wide().sum(axis, keepdim)
+    return (out.div(n) if n else out * math.nan).cast(x.dtype)
+  def var(self, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
+    axis = self._pick_axis(axis, dim)
     if unbiased is not None: correction = int(unbiased)
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
     sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
     return sq.div(max(0, n - correction)) if n - correction > 0 else sq * math.nan if n == 0 else sq.div(0)
-  def std(self, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None) -> Tensor:
+  def std(self, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
+    axis = self._pick_axis(axis, dim)
     return self.var(axis, keepdim, correction, unbiased).sqrt()
   def var_mean(self, axis=None, keepdim=False, correction=1): return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
   def std_mean(self, axis=None, keepdim=False, correction=1): return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
-  def any(self, axis=None, keepdim: bool = False) -> Tensor:
+  def any(self, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
+    axis = self._pick_axis(axis, dim)
     # MAX over an empty axis gives the identity 0, so any() of nothing is False as in torch
     return self.bool().cast(dtypes.uint8)._reduce(Ops.MAX, axis, keepdim).cast(dtypes.bool)
-  def all(self, axis=None, keepdim: bool = False) -> Tensor: return self.logical_not().any(axis, keepdim).logical_not()
+  def all(self, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
+    return self.logical_not().any(self._pick_axis(axis, dim), keepdim).logical_not()
   def _arg(self, axis, keepdim: bool, largest: bool) -> Tensor:
     x = self if largest else (-self if dtypes.is_float(self.dtype) else ~self if dtypes.is_int(self.dtype) else self.logical_not())
     if axis is None: return x.flatten()._arg(0, keepdim=False, largest=True).reshape(() if not keepdim else (1,) * self.ndim)
@@ -998,16 +1082,16 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     hit = (x == m) | (x != x) if dtypes.is_float(self.dtype) else (x == m)
     rev = Tensor.arange(n, 0, -1, device=self.device).reshape((n,) + (1,) * (self.ndim - a - 1))
     return (n - (hit * rev).max(a, keepdim)).cast(dtypes.int32)
-  def argmax(self, axis=None, keepdim: bool = False) -> Tensor: return self._arg(axis, keepdim, True)
-  def argmin(self, axis=None, keepdim: bool = False) -> Tensor: return self._arg(axis, keepdim, False)
+  def argmax(self, axis=None, keepdim: bool = False, *, dim=None) -> Tensor: return self._arg(self._pick_axis(axis, dim), keepdim, True)
+  def argmin(self, axis=None, keepdim: bool = False, *, dim=None) -> Tensor: return self._arg(self._pick_axis(axis, dim), keepdim, False)
 
   # ---------------- linear algebra
   def dot(self, w: Tensor) -> Tensor:
     x = self
-    if x.ndim == 0 or w.ndim == 0: raise ValueError(f"matmul needs at least 1-d operands, got shapes {x.shape} and {w.shape}")
+    if x.ndim == 0 or w.ndim == 0: raise TensorError(f"matmul needs at least 1-d operands, got shapes {x.shape} and {w.shape}")
     if x.device != w.device: raise RuntimeError(f"matmul operands are on different devices: {x.device} and {w.device}")
     k1, k2 = x.shape[-1], w.shape[-2] if w.ndim > 1 else w.shape[0]
-    if k1 != k2: raise ValueError(f"matmul shape mismatch: {x.shape} @ {w.shape} (inner sizes {k1} and {k2} differ)")
+    if k1 != k2: raise TensorError(f"matmul shape mismatch: {x.shape} @ {w.shape} (inner sizes {k1} and {k2} differ)")
     dt = least_upper_dtype(x.dtype, w.dtype)
     x, w = x.cast(dt), w.cast(dt)
     squeeze = []
@@ -1032,19 +1116,46 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return x
 
   # ---------------- nn functions used by the foundation
+  def _shift(self, axis) -> Tensor | float:
+    """The max along axis, subtracted before exp to keep it in range. The result does not depend on it, so no gradient
+    goes through it; an empty axis has no max (and needs no shift)."""
+    if self.ndim and not all(self.shape[a] for a in self._axes(axis)): return 0.0
+    return (self.max(axis, keepdim=True) if self.ndim else self).detach()
   def softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     x = self.cast(dtype) if dtype is not None else self._float()
-    e = (x - x.max(axis, keepdim=True)).exp()
+    e = (x - x._shift(axis)).exp()
     return e / e.sum(axis, keepdim=True)
   def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
     x = self.cast(dtype) if dtype is not None else self._float()
-    m = x - x.max(axis, keepdim=True)
+    m = x - x._shift(axis)
     return m - m.exp().sum(axis, keepdim=True).log()
   def logsumexp(self, axis=None, keepdim: bool = False) -> Tensor:
     x = self._float()
-    m = x.max(axis, keepdim=True)
-    m = (m.abs() == math.inf).where(0, m)  # all -inf (or +inf) rows must not produce nan from inf - inf
-    return (x - m).exp().sum(axis, keepdim=True).log().add(m).squeeze(self._axes(axis)) if not keepdim else (x - m).exp().sum(axis, keepdim=True).log() + m
+    m = x._shift(axis)
+    if isinstance(m, Tensor): m = (m.abs() == math.inf).where(0, m)  # all -inf (or an inf) must not give inf - inf = NaN
+    out = (x - m).exp().sum(axis, keepdim=True).log() + m
+    return out if keepdim else out.squeeze(self._axes(axis))
+
+  # ---------------- PyTorch conveniences
+  def __float__(self) -> float:
+    if self.numel() != 1: raise TensorError(f"only one element tensors can be converted to Python scalars, got shape {self.shape}")
+    return float(self.item())
+  def __int__(self) -> int:
+    if self.numel() != 1: raise TensorError(f"only one element tensors can be converted to Python scalars, got shape {self.shape}")
+    return int(self.item())
+  def cpu(self) -> Tensor: return self.to("CPU")
+  def t(self) -> Tensor:
+    """torch's t(): 0-d and 1-d tensors as they are, a 2-d tensor transposed."""
+    if self.ndim > 2: raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return self.transpose(0, 1) if self.ndim == 2 else self
+  @property
+  def mT(self) -> Tensor:
+    if self.ndim < 2: raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices, got {self.ndim}-D tensor")
+    return self.transpose(-2, -1)
+  def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along dim, with dim removed."""
+    d = _norm_axis(dim, self.ndim)
+    return tuple(t.squeeze(d) for t in self.split(1, d)) if self.shape[d] else ()
 
 def _view_chain(u: UOp) -> list[UOp]:
   """u and the movement ops (and DETACHes) under it, down to the first node that is neither."""
@@ -1083,7 +1194,7 @@ def _is_view_of(u: UOp, base: UOp) -> bool:
 def _sequence_args(first, others: tuple, dim: int) -> tuple:
   """Accept torch's `f([a, b], dim)` besides tinygrad's `f(a, b, dim=dim)`."""
   if not isinstance(first, (list, tuple)): return first, others, dim
-  if not first: raise ValueError("expected a non-empty sequence of tensors")
+  if not first: raise TensorError("expected a non-empty sequence of tensors")
   return first[0], (*first[1:], *[o for o in others if isinstance(o, Tensor)]), next((o for o in others if isinstance(o, int)), dim)
 
 def promote_types(x: Tensor, y: Tensor) -> DType:

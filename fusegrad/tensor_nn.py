@@ -5,7 +5,7 @@ Everything here is built from the core lazy ops (movement, elementwise, reduce),
 from __future__ import annotations
 import math, struct
 from typing import TYPE_CHECKING, Any, Sequence
-from fusegrad.helpers import flatten, prod
+from fusegrad.helpers import TensorError, flatten, prod
 
 if TYPE_CHECKING:
   from fusegrad.tensor import Tensor
@@ -16,7 +16,7 @@ def _T():
 
 def _tup(x: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
   t = (x,) * n if isinstance(x, int) else tuple(x)
-  if len(t) != n: raise ValueError(f"{name} {x} needs {n} values (one per spatial dim)")
+  if len(t) != n: raise TensorError(f"{name} {x} needs {n} values (one per spatial dim)")
   return t
 
 def _f32(x: float) -> float: return struct.unpack("f", struct.pack("f", x))[0]
@@ -28,17 +28,36 @@ def _conv_pads(padding: Any, k_: tuple[int, ...], d_: tuple[int, ...], s_: tuple
   if isinstance(padding, str):
     if padding == "valid": return [(0, 0)] * n
     if padding == "same":
-      if s_ is not None and any(s != 1 for s in s_): raise ValueError(f"padding='same' needs stride 1, got stride {s_}")
+      if s_ is not None and any(s != 1 for s in s_): raise TensorError(f"padding='same' needs stride 1, got stride {s_}")
       tot = [d * (k - 1) for k, d in zip(k_, d_)]
       return [(t // 2, t - t // 2) for t in tot]  # the odd extra pixel goes after, as in torch
-    raise ValueError(f"padding string must be 'same' or 'valid', got {padding!r}")
+    raise TensorError(f"padding string must be 'same' or 'valid', got {padding!r}")
   if isinstance(padding, int): return [(padding, padding)] * n
   p = tuple(padding)
   if len(p) == n: return [(x, x) for x in p]
   if len(p) == 2 * n: return [(p[2 * (n - 1 - i)], p[2 * (n - 1 - i) + 1]) for i in range(n)]
-  raise ValueError(f"padding {padding} needs 1, {n} or {2 * n} values for {n} spatial dims")
+  raise TensorError(f"padding {padding} needs 1, {n} or {2 * n} values for {n} spatial dims")
 
 from fusegrad.uop.ops import Ops, UOp  # noqa: E402
+
+_TARGET_CHECK_MAX = 1 << 16
+
+def _check_targets(Y: Tensor, C: int, ignore_index: int) -> None:
+  """Raise IndexError, as torch does, for a class index outside [0, C) that is not ignore_index. Only targets whose values
+  are cheap to know are checked: a constant, or a realized integer buffer of at most _TARGET_CHECK_MAX elements (read
+  once, no kernel, ~20 ns an element). Realizing lazy targets here (Y_train[samples] in a training step) would add a
+  kernel launch and a wait to every step: the loss graph gives NaN for their bad indices instead."""
+  from fusegrad import schedule as sched
+  from fusegrad.dtype import dtypes
+  u = Y.uop
+  while u.op in (Ops.RESHAPE, Ops.EXPAND): u = u.src[0]
+  if u.op is Ops.CONST: vals = {u.arg}
+  elif not dtypes.is_int(Y.dtype) or Y.numel() > _TARGET_CHECK_MAX or (b := sched.buffer_view(Y.uop)) is None: return
+  elif not (buf := sched.buffers[b]).is_allocated: return
+  else: vals = set(buf.as_memoryview().cast(Y.dtype.fmt))
+  if bad := sorted(v for v in vals if v != ignore_index and not 0 <= v < C):
+    raise IndexError(f"target class {bad[0]} is out of bounds for {C} classes (valid: 0 to {C - 1}, or ignore_index={ignore_index}); "
+                     f"target shape {Y.shape}")
 
 class NNMixin:
   # ---------------------------------------------------------------- windows
@@ -46,12 +65,12 @@ class NNMixin:
     """Sliding windows over the last len(k_) dims, a WINDOW view (index math only; its gradient is a sum of shifted
     copies): (..., *i) -> (..., *o, *k) where out[..., o, k] = in[..., o*stride + k*dilation]."""
     n = len(k_)
-    if self.ndim < n: raise ValueError(f"pooling with a {n}-d window needs at least {n} dims, got shape {self.shape}")
+    if self.ndim < n: raise TensorError(f"pooling with a {n}-d window needs at least {n} dims, got shape {self.shape}")
     s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
     i_ = self.shape[-n:]
     o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(i_, k_, s_, d_))
     if any(o <= 0 for o in o_) or any(k <= 0 for k in k_) or any(s <= 0 for s in s_) or any(d <= 0 for d in d_):
-      raise ValueError(f"window {tuple(k_)} (stride {s_}, dilation {d_}) does not fit the input's spatial size {i_}")
+      raise TensorError(f"window {tuple(k_)} (stride {s_}, dilation {d_}) does not fit the input's spatial size {i_}")
     if all(s == k and d == 1 and i % k == 0 for i, k, s, d in zip(i_, k_, s_, d_)):
       # windows that tile the input exactly are a reshape: (..., o1*k1, o2*k2) -> (..., o1, o2, k1, k2), whose gradient
       # is a view too (no sum over shifted, gated copies)
@@ -144,13 +163,15 @@ class NNMixin:
 
   def interpolate(self: Any, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None) -> Tensor:
     """Resize the last len(size) dims. mode: 'nearest', 'nearest-exact', 'linear' (also 'bilinear'/'trilinear').
-    Index math follows PyTorch (float32 scales, half-pixel centres unless align_corners)."""
+    Index math follows PyTorch (float32 scales, half-pixel centres unless align_corners). Every dtype keeps its dtype
+    with the nearest modes; integer tensors keep theirs with linear too (rounded, as torch does for uint8)."""
     Tensor = _T()
+    from fusegrad.dtype import dtypes
     if mode in ("bilinear", "trilinear"): mode = "linear"
     if mode not in ("nearest", "nearest-exact", "linear"): raise NotImplementedError(f"interpolate mode {mode!r} is not supported (use nearest, nearest-exact, linear)")
-    if align_corners and mode != "linear": raise ValueError("align_corners only applies to linear interpolation")
+    if align_corners and mode != "linear": raise TensorError("align_corners only applies to linear interpolation")
     if size is None:
-      if scale_factor is None: raise ValueError("interpolate needs size or scale_factor")
+      if scale_factor is None: raise TensorError("interpolate needs size or scale_factor")
       nsp = self.ndim - 2 if isinstance(scale_factor, (int, float)) else len(scale_factor)
       sf = (scale_factor,) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
       size = tuple(int(math.floor(i * f)) for i, f in zip(self.shape[-nsp:], sf))
@@ -177,6 +198,8 @@ class NNMixin:
         l1 = _f32(src - i0)
         w[oo][i0] += _f32(1.0 - l1); w[oo][i1] += l1
       x = (x.unsqueeze(a) * Tensor(w, device=self.device, dtype=x.dtype).reshape((o, i) + trail)).sum(a + 1)
+    if mode == "linear" and dtypes.is_int(self.dtype):  # integer images stay integer (torch: uint8), rounded half up
+      x = (x + 0.5).floor().clip(dtypes.min(self.dtype), dtypes.max(self.dtype)).cast(self.dtype)
     return x
 
   # ---------------------------------------------------------------- convolution
@@ -186,11 +209,11 @@ class NNMixin:
     unbatched = self.ndim == weight.ndim - 1
     x = self.unsqueeze(0) if unbatched else self
     if x.ndim != weight.ndim or x.ndim < 3:
-      raise ValueError(f"conv: input shape {self.shape} and weight shape {weight.shape} need matching ranks (N, C, *spatial) and (Cout, Cin/groups, *kernel)")
+      raise TensorError(f"conv: input shape {self.shape} and weight shape {weight.shape} need matching ranks (N, C, *spatial) and (Cout, Cin/groups, *kernel)")
     (bs, cin_all), (cout, cin), k_ = x.shape[:2], weight.shape[:2], weight.shape[2:]
     n = len(k_)
     if groups <= 0 or cin * groups != cin_all or cout % groups:
-      raise ValueError(f"conv: input shape {self.shape} with {cin_all} channels does not match weight shape {weight.shape} with groups={groups} (needs Cin = {cin}*{groups} and Cout divisible by groups)")
+      raise TensorError(f"conv: input shape {self.shape} with {cin_all} channels does not match weight shape {weight.shape} with groups={groups} (needs Cin = {cin}*{groups} and Cout divisible by groups)")
     s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
     pads = _conv_pads(padding, k_, d_, s_)
     x = x.pad(((0, 0), (0, 0), *pads))._pool(k_, s_, d_)  # (bs, cin_all, *o, *k)
@@ -211,10 +234,10 @@ class NNMixin:
     """N-d transposed convolution: input (N, Cin, *spatial), weight (Cin, Cout/groups, *kernel), PyTorch semantics."""
     unbatched = self.ndim == weight.ndim - 1
     x = self.unsqueeze(0) if unbatched else self
-    if x.ndim != weight.ndim or x.ndim < 3: raise ValueError(f"conv_transpose: input shape {self.shape} and weight shape {weight.shape} need matching ranks")
+    if x.ndim != weight.ndim or x.ndim < 3: raise TensorError(f"conv_transpose: input shape {self.shape} and weight shape {weight.shape} need matching ranks")
     cin_all, rcout, k_ = weight.shape[0], weight.shape[1], weight.shape[2:]
     n = len(k_)
-    if x.shape[1] != cin_all or cin_all % groups: raise ValueError(f"conv_transpose: input shape {self.shape} does not match weight shape {weight.shape} with groups={groups}")
+    if x.shape[1] != cin_all or cin_all % groups: raise TensorError(f"conv_transpose: input shape {self.shape} does not match weight shape {weight.shape} with groups={groups}")
     s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
     p_, op_ = _tup(padding, n, "padding"), _tup(output_padding, n, "output_padding")
     # insert s-1 zeros between input pixels
@@ -253,10 +276,14 @@ class NNMixin:
     soft = (bx.maximum(0) + (-bx.abs()).exp().log1p()) * (1 / beta)
     return (bx > threshold).where(x, soft)
   def softsign(self: Any) -> Tensor: return self / (1 + self.abs())
-  def relu6(self: Any) -> Tensor: return self.relu().minimum(6)
+  def relu6(self: Any) -> Tensor: return self.hardtanh(0, 6)
   def hardswish(self: Any) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
-  def hardsigmoid(self: Any, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor: return (alpha * self + beta).relu().minimum(1)
-  def hardtanh(self: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor: return self.clip(min_val, max_val)
+  def hardsigmoid(self: Any, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
+    y = alpha * self + beta
+    return ((y > 0) & (y < 1)).where(y, y.clip(0, 1).detach())  # torch: gradient strictly inside, none at the corners or for NaN
+  def hardtanh(self: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    # unlike clamp, torch passes the gradient only strictly inside (min_val, max_val) (and for NaN)
+    return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
   def mish(self: Any) -> Tensor: return self * self.softplus().tanh()
   def logsigmoid(self: Any) -> Tensor: return -(-self).softplus()
   def sinh(self: Any) -> Tensor: return (self.expm1() - (-self).expm1()) / 2  # expm1 keeps small arguments exact
@@ -270,7 +297,7 @@ class NNMixin:
   def dropout(self: Any, p: float = 0.5) -> Tensor:
     """Zero each element with probability p and scale the rest by 1/(1-p); identity unless Tensor.training."""
     Tensor = _T()
-    if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    if not 0 <= p <= 1: raise TensorError(f"dropout probability must be in [0, 1], got {p}")
     if not Tensor.training or p == 0: return self
     if p == 1: return self * 0
     keep = Tensor.rand(*self.shape, device=self.device) >= p
@@ -309,7 +336,7 @@ class NNMixin:
     if reduction == "none": return loss
     if reduction == "sum": return loss.sum()
     if reduction == "mean": return loss.sum() / denom if denom is not None else loss.mean()
-    raise ValueError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+    raise TensorError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
 
   def _class_mask(self: Any, Y: Tensor, axis: int) -> Tensor:
     """Boolean mask shaped like self: True where the index along axis equals Y (Y has self's shape without axis)."""
@@ -324,18 +351,19 @@ class NNMixin:
 
   def _nll(self: Any, Y: Tensor, axis: int, weight, ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
     C = self.shape[axis]
-    if Y.shape != self.shape[:axis] + self.shape[axis + 1:]: raise ValueError(f"class-index target shape {Y.shape} does not match input shape {self.shape} without its class dim {axis}")
+    if Y.shape != self.shape[:axis] + self.shape[axis + 1:]: raise TensorError(f"class-index target shape {Y.shape} does not match input shape {self.shape} without its class dim {axis}")
+    _check_targets(Y, C, ignore_index)
     valid = Y != ignore_index
-    wshape = (C,) + (1,) * (self.ndim - axis - 1)
-    wt = weight.reshape(wshape) if weight is not None else None
+    if 0 <= ignore_index < C: Y = valid.where(Y, -1)  # an ignored target that is also a class index must pick nothing
+    hit = self._class_mask(Y, axis)
+    wt = weight.reshape((C,) + (1,) * (self.ndim - axis - 1)) if weight is not None else None
     logp = self if wt is None else self * wt
-    picked = -self._class_mask(Y, axis).where(logp, 0).sum(axis)  # -w[y] * logp[y] (0 where ignored)
-    if weight is not None: wy = self._class_mask(Y, axis).where(wt.expand(self.shape), 0).sum(axis)
-    else: wy = valid.cast(self.dtype)
-    loss = picked
-    if label_smoothing:
-      smooth = -logp.sum(axis) / C
-      loss = (1 - label_smoothing) * picked + label_smoothing * valid.where(smooth, 0)
+    loss = -hit.where(logp, 0).sum(axis)  # -w[y] * logp[y], 0 where ignored
+    # 'mean' divides by the summed weight of the targets that are not ignored (their count without weights), as torch
+    wy = hit.where(wt.expand(self.shape), 0).sum(axis) if wt is not None else valid.cast(self.dtype)
+    if label_smoothing: loss = (1 - label_smoothing) * loss + label_smoothing * valid.where(-logp.sum(axis) / C, 0)
+    # targets that were not checked (lazy, or new ones in a TinyJit replay): an out-of-range class gives NaN (fused, free)
+    loss = (valid & ((Y < 0) | (Y >= C))).where(math.nan, loss)
     return NNMixin._reduce_loss(loss, reduction, wy.sum())
 
   def cross_entropy(self: Any, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0, weight: Tensor | None = None, ignore_index: int = -100) -> Tensor:
@@ -371,11 +399,18 @@ class NNMixin:
 
   # ---------------------------------------------------------------- attention
   def scaled_dot_product_attention(self: Any, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
-                                   is_causal: bool = False, scale: float | None = None) -> Tensor:
-    """softmax(q @ k^T * scale + mask) @ v with self as the query (..., L, E). attn_mask: bool (True = attend) or additive float."""
+                                   is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False) -> Tensor:
+    """softmax(q @ k^T * scale + mask) @ v with self as the query (..., L, E). attn_mask: bool (True = attend) or additive float.
+    enable_gqa: key/value with fewer heads (dim -3) than the query are repeated, each head for query_heads // kv_heads query heads."""
     Tensor = _T()
     from fusegrad.dtype import dtypes
-    if is_causal and attn_mask is not None: raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal, not both")
+    if is_causal and attn_mask is not None: raise TensorError("scaled_dot_product_attention: pass either attn_mask or is_causal, not both")
+    if enable_gqa and self.ndim >= 3 and key.shape[-3] != self.shape[-3]:
+      hq, hk = self.shape[-3], key.shape[-3]
+      if hk == 0 or hq % hk or value.shape[-3] != hk:
+        raise TensorError(f"scaled_dot_product_attention: {hq} query heads need a whole multiple of the key/value heads "
+                         f"(key {key.shape}, value {value.shape})")
+      key, value = key.repeat_interleave(hq // hk, -3), value.repeat_interleave(hq // hk, -3)
     L, S = self.shape[-2], key.shape[-2]
     q = self._float()
     scores = (q @ key.transpose(-1, -2)) * (scale if scale is not None else 1 / math.sqrt(self.shape[-1]))

@@ -8,10 +8,11 @@ counts): those realize the mask/counts first, as PyTorch does.
 Index outputs (sort/argsort/topk/cummax/... indices, nonzero, multinomial, randperm) are int32, fusegrad's default int,
 where PyTorch returns int64."""
 from __future__ import annotations
-import math, string
+import collections, math, string
 from typing import TYPE_CHECKING, Any, Sequence
 from fusegrad.dtype import DType, dtypes, to_dtype
-from fusegrad.helpers import flatten, prod
+from fusegrad.gradient import with_derivative
+from fusegrad.helpers import TensorError, flatten, prod
 
 if TYPE_CHECKING:
   from fusegrad.tensor import Tensor
@@ -30,6 +31,32 @@ def _pick(axis, dim, name: str = "dim"):
   return dim if dim is not None else axis
 
 IDX = dtypes.int32  # dtype of index results
+
+_MaxRet = collections.namedtuple("max", ["values", "indices"])
+_MinRet = collections.namedtuple("min", ["values", "indices"])
+
+def _einops_side(side: str, formula: str) -> list:
+  """One side of an einops formula: 'b (h w) c' -> ['b', ['h', 'w'], 'c']; '1' and '()' give an empty group;
+  '...' (or the character …) is kept as '...'."""
+  toks = side.replace("\u2026", "...").replace("(", " ( ").replace(")", " ) ").split()
+  out: list = []
+  grp: list | None = None
+  for t in toks:
+    if t == "(":
+      if grp is not None: raise TensorError(f"rearrange: nested parentheses in {formula!r}")
+      grp = []
+    elif t == ")":
+      if grp is None: raise TensorError(f"rearrange: unbalanced parentheses in {formula!r}")
+      out.append(grp)
+      grp = None
+    elif t == "1":
+      if grp is None: out.append([])
+    elif t == "..." or (t.isidentifier() and not t.startswith("_") and not t.endswith("_")): (out if grp is None else grp).append(t)
+    else: raise TensorError(f"rearrange: invalid axis name {t!r} in {formula!r}")
+  if grp is not None: raise TensorError(f"rearrange: unbalanced parentheses in {formula!r}")
+  if [n for it in out for n in (it if isinstance(it, list) else [it])].count("...") > 1:
+    raise TensorError(f"rearrange: more than one '...' in {formula!r}")
+  return out
 
 def _arange(n: int, device, dtype: DType = IDX) -> Tensor: return _T().arange(n, device=device, dtype=dtype)
 
@@ -216,7 +243,7 @@ def _parse_index(self, indices) -> _Index:
     size = self.shape[dim]
     if k == "slice":
       start, stop, step = v.indices(size)
-      if step == 0: raise ValueError("slice step cannot be zero")
+      if step == 0: raise TensorError("slice step cannot be zero")
       if step > 0: shrinks.append((start, max(start, stop))); cnt = max(0, math.ceil((stop - start) / step))
       else:  # a negative step walks backwards: take [stop+1, start] and flip it
         shrinks.append((stop + 1, start + 1) if start > stop else (0, 0)); cnt = max(0, math.ceil((start - stop) / -step))
@@ -259,6 +286,16 @@ def _fit_value(v: Tensor, shape: tuple[int, ...]) -> Tensor:
   while v.ndim > len(shape) and v.shape[0] == 1: v = v.reshape(v.shape[1:])
   try: return v._broadcast_to(tuple(shape))
   except ValueError: raise RuntimeError(f"shape mismatch: value tensor of shape {v.shape} cannot be broadcast to indexing result of shape {tuple(shape)}") from None
+
+def _static_positions(mask: Tensor, size: int) -> tuple[Tensor, Tensor]:
+  """For a 1-d bool mask: (idx, valid), both of shape (size,): idx[r] is the position of the r-th True (0 past the
+  count), valid[r] is r < count. Lazy (no realize): a (size, n) comparison against the running count."""
+  n = mask.shape[0]
+  r = _arange(size, mask.device)
+  if n == 0: return r * 0, r < 0
+  c = mask.cast(IDX).cumsum()
+  hit = mask.reshape(1, n) & (c.reshape(1, n) == (r + 1).reshape(size, 1))
+  return hit.where(_arange(n, mask.device).reshape(1, n), 0).sum(-1, dtype=IDX), r < c[n - 1]
 
 class OpsMixin:
   # ================================================================ indexing
@@ -330,27 +367,39 @@ class OpsMixin:
     return x.gather(d, indices._broadcast_to(tuple(indices.shape[d] if i == d else s for i, s in enumerate(shp))))
 
   def masked_fill(self: Any, mask: Tensor, value) -> Tensor:
-    """self where mask is False, value where it is True (mask must be bool; value a scalar or a 0-d tensor)."""
+    """self where mask is False, value where it is True. mask must be bool; value a scalar or a tensor that broadcasts
+    to self (torch takes only 0-d tensors, tinygrad any broadcastable one); it is cast to self's dtype."""
     T = _T()
     if not isinstance(mask, T) or mask.dtype != dtypes.bool: raise TypeError(f"masked_fill only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
-    if isinstance(value, T):
-      if value.ndim != 0: raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, got shape {value.shape}")
-      value = value.cast(self.dtype)
-    else: value = T(value, device=self.device, dtype=self.dtype)
+    value = value.cast(self.dtype) if isinstance(value, T) else T(value, device=self.device, dtype=self.dtype)
     return mask.where(value, self)
 
-  def masked_select(self: Any, mask: Tensor) -> Tensor:
-    """The elements where mask is True, as a 1-d tensor (realizes the mask to know the count)."""
+  def masked_select(self: Any, mask: Tensor, *, size: int | None = None, fill_value=0) -> Tensor:
+    """The elements where mask is True, as a 1-d tensor (realizes the mask to know the count). With size=N the result
+    has exactly N elements and nothing is realized: the first N selected, then fill_value."""
     T = _T()
     if not isinstance(mask, T) or mask.dtype != dtypes.bool: raise TypeError(f"masked_select only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
     from fusegrad.tensor import broadcast_shape
     shape = broadcast_shape(self.shape, mask.shape)
     x, m = self._broadcast_to(shape).flatten(), mask._broadcast_to(shape).flatten()
-    return x._index_tensor(0, m.nonzero().reshape(-1))
+    if size is None: return x._index_tensor(0, m.nonzero().reshape(-1))
+    idx, valid = _static_positions(m, size)
+    if x.shape[0] == 0: return T.full((size,), fill_value, dtype=self.dtype, device=self.device)
+    return valid.where(x._index_tensor(0, idx), T(fill_value, device=self.device, dtype=self.dtype))
 
-  def nonzero(self: Any, as_tuple: bool = False):
-    """Indices of the nonzero elements: (count, ndim) int32, or a tuple of ndim 1-d tensors. Realizes self."""
+  def nonzero(self: Any, as_tuple: bool = False, *, size: int | None = None, fill_value: int = -1):
+    """Indices of the nonzero elements: (count, ndim) int32, or a tuple of ndim 1-d tensors. Realizes self.
+    With size=N (torch.nonzero_static): exactly N rows, computed lazily; rows past the count hold fill_value."""
     T = _T()
+    if size is not None:
+      if size < 0: raise RuntimeError(f"nonzero(): size must be non-negative, got {size}")
+      idx, valid = _static_positions((self.reshape(1) if self.ndim == 0 else self.flatten()) != 0, size)
+      cols, stride = [], 1
+      for s in reversed(self.shape):
+        cols.insert(0, (idx // stride) % s if s > 1 else idx * 0)
+        stride *= s
+      out = valid.unsqueeze(-1).where(T.stack(*cols, dim=-1), fill_value) if cols else T.zeros(size, 0, dtype=IDX, device=self.device)
+      return tuple(out[:, d] for d in range(self.ndim)) if as_tuple else out.cast(IDX)
     vals = self.flatten().tolist() if self.ndim else [self.item()]
     hits = [i for i, v in enumerate(vals) if v]
     coords = []
@@ -404,7 +453,7 @@ class OpsMixin:
       d = _norm(dim, max(self.ndim, 1))
       src = T.full(index.shape if isinstance(index, T) else T(index).shape, src, dtype=self.dtype, device=self.device)
     if reduce is not None:
-      if reduce not in ("add", "multiply"): raise ValueError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
+      if reduce not in ("add", "multiply"): raise TensorError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
       return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
     d, index, src = self._scatter_setup(dim, index, src, "scatter")
     if index.numel() == 0: return self
@@ -423,7 +472,7 @@ class OpsMixin:
   def scatter_reduce(self: Any, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
     """Reduce src into self at index along dim with 'sum', 'prod', 'mean', 'amax' or 'amin' (torch semantics,
     including include_self=False, integer 'mean' rounding down, and ties of amax/amin sharing the gradient)."""
-    if reduce not in ("sum", "prod", "mean", "amax", "amin"): raise ValueError(f"scatter_reduce(): reduce must be one of sum, prod, mean, amax, amin, got {reduce!r}")
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"): raise TensorError(f"scatter_reduce(): reduce must be one of sum, prod, mean, amax, amin, got {reduce!r}")
     d, index, src = self._scatter_setup(dim, index, src, "scatter_reduce")
     if index.numel() == 0: return self
     hit, x = self._scatter_parts(d, index)
@@ -513,16 +562,16 @@ class OpsMixin:
     if mode not in ("reflect", "replicate", "circular"):
       raise NotImplementedError(f"pad mode {mode!r} is not supported; use 'constant', 'reflect', 'replicate' or 'circular'")
     crop = tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape))
-    if any(lo > hi for lo, hi in crop): raise ValueError(f"negative padding {list(pairs)} crops more than shape {self.shape}")
+    if any(lo > hi for lo, hi in crop): raise TensorError(f"negative padding {list(pairs)} crops more than shape {self.shape}")
     x = self.shrink(crop)
     for d, (b, a) in enumerate(pairs):
       pb, pa, n = max(b, 0), max(a, 0), x.shape[d]
       if pb == 0 and pa == 0: continue
       if mode == "reflect" and (pb >= n or pa >= n):
-        raise ValueError(f"reflect padding ({b}, {a}) must be smaller than the input size {n} at dim {d} of {x.shape}")
+        raise TensorError(f"reflect padding ({b}, {a}) must be smaller than the input size {n} at dim {d} of {x.shape}")
       if mode == "circular" and (pb > n or pa > n):
-        raise ValueError(f"circular padding ({b}, {a}) must be at most the input size {n} at dim {d} of {x.shape}")
-      if mode == "replicate" and n == 0: raise ValueError(f"replicate padding needs a non-empty dim {d} of {x.shape}")
+        raise TensorError(f"circular padding ({b}, {a}) must be at most the input size {n} at dim {d} of {x.shape}")
+      if mode == "replicate" and n == 0: raise TensorError(f"replicate padding needs a non-empty dim {d} of {x.shape}")
       if mode == "reflect": left, right = _shrink_dim(x, d, 1, pb + 1).flip(d), _shrink_dim(x, d, n - 1 - pa, n - 1).flip(d)
       elif mode == "circular": left, right = _shrink_dim(x, d, n - pb, n), _shrink_dim(x, d, 0, pa)
       else:
@@ -551,7 +600,7 @@ class OpsMixin:
     """Coordinate grids from 1-d (or 0-d) tensors; indexing 'ij' (matrix) or 'xy' (Cartesian: first two dims swapped)."""
     ts = [self, *others]
     if len(ts) == 1 and isinstance(ts[0], (list, tuple)): ts = list(ts[0])
-    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid(): indexing must be 'ij' or 'xy', got {indexing!r}")
+    if indexing not in ("ij", "xy"): raise TensorError(f"meshgrid(): indexing must be 'ij' or 'xy', got {indexing!r}")
     if any(t.ndim > 1 for t in ts): raise RuntimeError(f"meshgrid(): expects 0-d or 1-d tensors, got shapes {[t.shape for t in ts]}")
     ts = [t.reshape(-1) for t in ts]
     shape = tuple(t.shape[0] for t in ts)
@@ -757,12 +806,12 @@ class OpsMixin:
     ops = [o if isinstance(o, T) else T(o) for o in operands]
     eq = formula.replace(" ", "")
     for c in eq:
-      if c not in string.ascii_letters and c not in ",.->": raise ValueError(f"einsum(): invalid subscript {c!r} in {formula!r} (letters only)")
+      if c not in string.ascii_letters and c not in ",.->": raise TensorError(f"einsum(): invalid subscript {c!r} in {formula!r} (letters only)")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
-    if len(terms) != len(ops): raise ValueError(f"einsum(): {formula!r} has {len(terms)} operands but {len(ops)} tensors were given")
+    if len(terms) != len(ops): raise TensorError(f"einsum(): {formula!r} has {len(terms)} operands but {len(ops)} tensors were given")
     def split(t: str) -> tuple[str, str, bool]:
-      if "." in t.replace("...", "") or t.count("...") > 1: raise ValueError(f"einsum(): invalid ellipsis in {t!r}")
+      if "." in t.replace("...", "") or t.count("...") > 1: raise TensorError(f"einsum(): invalid ellipsis in {t!r}")
       a, e, b = t.partition("...")
       return a, b, bool(e)
     ell_n = 0
@@ -770,7 +819,7 @@ class OpsMixin:
       a, b, e = split(t)
       k = o.ndim - len(a) - len(b)
       if (not e and k != 0) or k < 0:
-        raise ValueError(f"einsum(): subscripts {t!r} of operand {i} do not match its {o.ndim} dims (shape {o.shape})")
+        raise TensorError(f"einsum(): subscripts {t!r} of operand {i} do not match its {o.ndim} dims (shape {o.shape})")
       ell_n = max(ell_n, k)
     ell = [chr(0x100 + i) for i in range(ell_n)]
     labels = []
@@ -782,8 +831,8 @@ class OpsMixin:
       a, b, e = split(rhs)
       out = list(a) + (ell if e else []) + list(b)
       for c in out:
-        if c not in lhs and c not in ell: raise ValueError(f"einsum(): output subscript {c!r} does not appear in the inputs of {formula!r}")
-      if len(set(out)) != len(out): raise ValueError(f"einsum(): output subscripts repeat in {formula!r}")
+        if c not in lhs and c not in ell: raise TensorError(f"einsum(): output subscript {c!r} does not appear in the inputs of {formula!r}")
+      if len(set(out)) != len(out): raise TensorError(f"einsum(): output subscripts repeat in {formula!r}")
     else:
       counts = {c: lhs.count(c) for c in lhs if c in string.ascii_letters}
       out = ell + sorted(c for c, n in counts.items() if n == 1)
@@ -794,7 +843,7 @@ class OpsMixin:
       while (dup := next((c for c in lab if lab.count(c) > 1), None)) is not None:
         p = lab.index(dup)
         q = lab.index(dup, p + 1)
-        if o.shape[p] != o.shape[q]: raise ValueError(f"einsum(): subscript {dup!r} is repeated for dims of different sizes {o.shape[p]} and {o.shape[q]}")
+        if o.shape[p] != o.shape[q]: raise TensorError(f"einsum(): subscript {dup!r} is repeated for dims of different sizes {o.shape[p]} and {o.shape[q]}")
         o = o.diagonal(0, p, q)
         lab = [c for i, c in enumerate(lab) if i not in (p, q)] + [dup]
       xs.append((lab, o))
@@ -802,7 +851,7 @@ class OpsMixin:
     for lab, o in xs:
       for c, s in zip(lab, o.shape):
         if sizes.get(c, 1) != 1 and s != 1 and sizes[c] != s:
-          raise ValueError(f"einsum(): subscript {c if ord(c) < 0x100 else '...'!r} has sizes {sizes[c]} and {s} that do not broadcast")
+          raise TensorError(f"einsum(): subscript {c if ord(c) < 0x100 else '...'!r} has sizes {sizes[c]} and {s} that do not broadcast")
         sizes[c] = s if sizes.get(c, 1) == 1 else sizes[c]
     everything = out + [c for lab, _ in xs for c in lab if c not in out]
     everything = list(dict.fromkeys(everything))
@@ -882,10 +931,13 @@ class OpsMixin:
       big = x > 2.0 ** 28
       sx = big.where(2, x)
       t = sx - 1
-      return big.where(x.log() + _LN2, _log1p(t + (t * (sx + 1)).sqrt()))
+      # torch's derivative rsqrt(x*x - 1) (inf at ±1, finite below -1 where the value is NaN): the graph's own one is NaN at 1
+      return with_derivative(big.where(x.log() + _LN2, _log1p(t + (t * (sx + 1)).sqrt())), x, lambda x: (x * x - 1).rsqrt())
     return _fmath(self, f)
   arccosh = acosh
-  def atanh(self: Any) -> Tensor: return _fmath(self, lambda x: 0.5 * (_log1p(x) - _log1p(-x)))
+  def atanh(self: Any) -> Tensor:
+    # torch's derivative 1/(1 - x*x): ±inf at ±1 and finite outside [-1, 1], where the graph's own one is NaN
+    return _fmath(self, lambda x: with_derivative(0.5 * (_log1p(x) - _log1p(-x)), x, lambda x: 1 / (1 - x * x)))
   arctanh = atanh
 
   def logaddexp(self: Any, other) -> Tensor:
@@ -905,8 +957,10 @@ class OpsMixin:
     """|self| with the sign bit of other (so -0.0 counts as negative); float result."""
     a, b = self._broadcasted(other)
     if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
-    mag = a * _sgn(a)
-    return _signbit(b).where(-mag, mag)
+    mag = _signbit(a).where(-a, a)  # |a| with a +0.0 for -0.0 (a * sign(a) kept -0.0, so copysign(-0.0, -1) gave +0.0)
+    # torch's derivative: result / a, 0 where a == 0 (so NaN for NaN and inf a); other gets none. The closure must not hold
+    # the result (it would keep its own registry key alive): it rebuilds it, the same hash-consed node
+    return with_derivative(_signbit(b).where(-mag, mag), a, lambda a: (a == 0).where(0, _signbit(b).where(-mag, mag).detach() / a))
   def signbit(self: Any) -> Tensor:
     if not dtypes.is_float(self.dtype): return self < 0 if self.dtype != dtypes.bool else self.full_like(False)
     return _signbit(self)
@@ -925,11 +979,11 @@ class OpsMixin:
 
   # ================================================================ random
   def multinomial(self: Any, num_samples: int = 1, replacement: bool = False) -> Tensor:
-    """Sample indices from the (unnormalized) probabilities in each row of a 1-d or 2-d tensor. With replacement:
-    inverse-CDF sampling; without: the num_samples smallest exponential race times Exp(1)/p (distinct indices)."""
+    """Sample indices from the (unnormalized) weights in each row of a 1-d or 2-d tensor; integer weights work as in
+    tinygrad (torch takes only floats). With replacement: inverse-CDF sampling; without: the num_samples smallest
+    exponential race times Exp(1)/p (distinct indices)."""
     T = _T()
     if self.ndim not in (1, 2): raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got shape {self.shape}")
-    if not dtypes.is_float(self.dtype): raise RuntimeError(f"multinomial(): probabilities must be a float tensor, got {self.dtype}")
     if num_samples <= 0: raise RuntimeError(f"multinomial(): num_samples must be positive, got {num_samples}")
     p = (self if self.ndim == 2 else self.unsqueeze(0)).detach().float()
     rows, n = p.shape
@@ -960,6 +1014,188 @@ class OpsMixin:
     keys = T._random_bits((n,), device)
     rank = _sort_rank(keys, False)
     return T(rank.cast(dt).uop, **kwargs)
+
+  # ================================================================ tinygrad / PyTorch API extras
+  def _pick_axis(self: Any, axis, dim):
+    """The reduction axis from tinygrad's `axis` or PyTorch's `dim` keyword (at most one may be given)."""
+    return _pick(axis, dim)
+
+  def _max_min_dim(self: Any, dim, keepdim: bool, largest: bool):
+    """torch's `x.max(dim=d)` / `x.min(dim=d)`: a (values, indices) named tuple."""
+    if not isinstance(dim, int): raise TypeError(f"{'max' if largest else 'min'}(dim=...) takes one int dim, got {dim!r}")
+    vals = self.max(dim, keepdim) if largest else self.min(dim, keepdim)
+    idx = self.argmax(dim, keepdim) if largest else self.argmin(dim, keepdim)
+    return (_MaxRet if largest else _MinRet)(vals, idx)
+
+  def isclose(self: Any, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """|self - other| <= atol + rtol * |other| elementwise (torch.isclose): infinities are close only to an equal
+    infinity, NaN only to NaN and only with equal_nan. Ints and bools compare in float64. Bool result, no gradient."""
+    a, b = self._broadcasted(other)
+    if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.float64), b.cast(dtypes.float64)
+    a, b = a.detach(), b.detach()
+    close = (a == b) | (a.isfinite() & b.isfinite() & ((a - b).abs() <= atol + rtol * b.abs()))
+    return close | (a.isnan() & b.isnan()) if equal_nan else close
+  def allclose(self: Any, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """True when every element is close (isclose); a Python bool, as torch.allclose (realizes)."""
+    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+
+  def normalize(self: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """self / max(||self||_p along dim, eps) (torch.nn.functional.normalize; p may be inf, -inf or 0)."""
+    x = self._float()
+    if p == math.inf: n = x.abs().max(dim, keepdim=True)
+    elif p == -math.inf: n = x.abs().min(dim, keepdim=True)
+    elif p == 0: n = (x != 0).sum(dim, keepdim=True).cast(x.dtype)
+    else:
+      s = (x.square() if p == 2 else x.abs().pow(p)).sum(dim, keepdim=True)
+      pos = s > 0  # an all-zero slice has norm 0 and gradient 0 (not the NaN of sqrt'(0) * 0)
+      n = pos.where(pos.where(s, 1).sqrt() if p == 2 else pos.where(s, 1).pow(1 / p), 0)
+    return x / n.maximum(eps)
+
+  def shrink_to(self: Any, shape, *args) -> Tensor:
+    """Keep the first shape[i] entries of each dim (None keeps the dim): tinygrad's shrink_to."""
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
+    if len(shape) != self.ndim: raise TensorError(f"shrink_to {shape} needs one size per dim of {self.shape}")
+    return self.shrink(tuple(None if s is None else (0, s) for s in shape))
+  def pad_to(self: Any, shape, *args) -> Tensor:
+    """Zero-pad the end of each dim up to shape[i] (None keeps the dim): tinygrad's pad_to."""
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
+    if len(shape) != self.ndim: raise TensorError(f"pad_to {shape} needs one size per dim of {self.shape}")
+    if any(n is not None and n < s for n, s in zip(shape, self.shape)): raise TensorError(f"pad_to {shape} is smaller than {self.shape}")
+    return self.pad(tuple(None if n is None else (0, n - s) for n, s in zip(shape, self.shape)))
+  def pad2d(self: Any, padding: Sequence[int], value: float = 0.0) -> Tensor:
+    """Older tinygrad's pad2d: flat (left, right, top, bottom, ...) padding from the last dim; negative crops."""
+    return self.pad(tuple(padding), value=value)
+
+  def rearrange(self: Any, formula: str, **sizes) -> Tensor:
+    """einops-style rearrange: "b c (h w) -> b h w c" with the sizes of split axes as keywords (h=4), "..." for the
+    remaining dims and "1" / "()" for a dim of size 1. A reshape, a permute and a reshape: no data is copied."""
+    if formula.count("->") != 1: raise TensorError(f"rearrange: {formula!r} needs exactly one '->'")
+    lhs, rhs = (_einops_side(side, formula) for side in formula.split("->"))
+    if any(isinstance(it, list) and "..." in it for it in lhs):
+      raise TensorError(f"rearrange: '...' cannot be inside parentheses on the left of {formula!r}")
+    n_ell = self.ndim - len(lhs) + 1 if "..." in lhs else 0
+    if ("..." in lhs and n_ell < 0) or ("..." not in lhs and len(lhs) != self.ndim):
+      raise TensorError(f"rearrange: the left side of {formula!r} has {len(lhs)} dims, the tensor has {self.ndim} (shape {self.shape})")
+    if any("..." in (it if isinstance(it, list) else [it]) for it in rhs) != ("..." in lhs):
+      raise TensorError(f"rearrange: '...' must be on both sides of {formula!r} or on neither")
+    ell = [f"...{i}" for i in range(n_ell)]
+    def expand(items: list) -> list:
+      out: list = []
+      for it in items:
+        if it == "...": out.extend(ell)
+        elif isinstance(it, list): out.append([e for n in it for e in (ell if n == "..." else [n])])
+        else: out.append(it)
+      return out
+    lhs, rhs = expand(lhs), expand(rhs)
+    names: list[str] = []
+    dims: dict[str, int] = {}
+    for it, s in zip(lhs, self.shape):
+      group = it if isinstance(it, list) else [it]
+      known = [sizes[n] for n in group if n in sizes]
+      unknown = [n for n in group if n not in sizes]
+      if isinstance(it, str): unknown, known = [it], []
+      if len(unknown) > 1: raise TensorError(f"rearrange: give the sizes of all but one of {group} in {formula!r}")
+      rest, k = s, prod(known)
+      if unknown:
+        if k == 0 or s % k: raise TensorError(f"rearrange: dim of size {s} cannot be split into {group} with sizes {sizes}")
+        rest = s // k
+      elif k != s: raise TensorError(f"rearrange: sizes {known} of {group or '()'} do not multiply to the dim size {s}")
+      for n in group: dims[n] = sizes[n] if n in sizes and n not in unknown else rest
+      names.extend(group)
+    for n, v in sizes.items():
+      if n not in dims: raise TensorError(f"rearrange: axis {n!r} is not on the left side of {formula!r}")
+      if dims[n] != v: raise TensorError(f"rearrange: axis {n!r} has size {dims[n]}, not {v}")
+    rnames = [n for it in rhs for n in (it if isinstance(it, list) else [it])]
+    if len(set(names)) != len(names) or sorted(names) != sorted(rnames):
+      raise TensorError(f"rearrange: {formula!r} must name the same axes once on each side")
+    x = self.reshape(tuple(dims[n] for n in names)).permute(tuple(names.index(n) for n in rnames))
+    return x.reshape(tuple(prod(dims[n] for n in it) if isinstance(it, list) else dims[it] for it in rhs))
+
+  def max_unpool2d(self: Any, indices: Tensor, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d(return_indices=True): each value goes to its flat spatial index, zeros
+    elsewhere. tinygrad's signature (dilation before padding); works for any number of spatial dims."""
+    k_ = (kernel_size,) * 2 if isinstance(kernel_size, int) else tuple(kernel_size)
+    n = len(k_)
+    def tup(v) -> tuple: return (v,) * n if isinstance(v, int) else tuple(v)
+    s_, d_ = tup(k_ if stride is None or stride == () else stride), tup(dilation)
+    p = (padding,) * n if isinstance(padding, int) else tuple(padding)
+    pads = [p[i] * 2 for i in range(n)] if len(p) == n else [p[2 * (n - 1 - i)] + p[2 * (n - 1 - i) + 1] for i in range(n)]
+    lead, i_ = self.shape[:-n], self.shape[-n:]
+    if indices.shape != self.shape: raise TensorError(f"max_unpool2d: indices shape {indices.shape} must match the input {self.shape}")
+    if output_size is None: out = tuple((i - 1) * s - pp + d * (k - 1) + 1 for i, s, pp, d, k in zip(i_, s_, pads, d_, k_))
+    else: out = tuple(output_size)[-n:]
+    flat, idx = self.reshape(lead + (prod(i_),)), indices.reshape(lead + (prod(i_),))
+    val = _T().zeros(lead + (prod(out),), dtype=self.dtype, device=self.device).scatter(len(lead), idx, flat.detach())
+    if not dtypes.is_float(self.dtype): return val.reshape(lead + out)
+    # overlapping windows can pick one element twice: its copies all land on the same output, and, as in torch, each
+    # copy gets that output's whole gradient (the adjoint is a gather). `total - total.detach()` is 0 but carries it.
+    total = (idx.unsqueeze(-1) == _arange(prod(out), self.device)).where(flat.unsqueeze(-1), 0).sum(-2)
+    return (val + total.isfinite().where(total - total.detach(), 0)).reshape(lead + out)
+
+  def newton_schulz(self: Any, steps: int, params: tuple, eps: float = 1e-7) -> Tensor:
+    """Newton-Schulz iteration with the odd polynomial sum_i params[i] * (G G^T)^i G on the last two dims (as
+    Muon uses to orthogonalize), starting from self / (||self||_F + eps)."""
+    if self.ndim < 2: raise TensorError(f"newton_schulz needs at least 2 dims, got shape {self.shape}")
+    if self.shape[-2] > self.shape[-1]: return self.transpose(-2, -1).newton_schulz(steps, params, eps).transpose(-2, -1)
+    g = self / (self.square().sum((-2, -1), keepdim=True).sqrt() + eps)
+    for _ in range(steps):
+      a, term, acc = g @ g.transpose(-2, -1), g, None
+      for i, c in enumerate(params):
+        if i: term = a @ term
+        acc = term * c if acc is None else acc + term * c
+      g = acc
+    return g
+
+  def contiguous_backward(self: Any) -> Tensor:
+    """tinygrad's marker for a contiguous gradient; the value (and the gradient) pass through unchanged here."""
+    return _T()(self.uop)
+  def leakyrelu(self: Any, neg_slope: float = 0.01) -> Tensor:
+    """Older tinygrad spelling of leaky_relu."""
+    return self.leaky_relu(neg_slope)
+  def rmsnorm(self: Any, axis=-1, eps: float = 1e-6) -> Tensor:
+    """tinygrad's spelling of rms_norm."""
+    return self.rms_norm(axis, eps)
+
+  @staticmethod
+  def from_blob(ptr, shape, **kwargs) -> Tensor:
+    """A tensor holding a copy of the memory at ptr (an int address, a ctypes pointer, or an object with
+    __array_interface__ such as a numpy array): shape and dtype (default float32) say how much. tinygrad aliases the
+    memory instead; fusegrad copies it, so the pointer need not outlive the call."""
+    import ctypes
+    from fusegrad.device import canonicalize
+    T = _T()
+    dtype = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float)
+    device = canonicalize(kwargs.pop("device", None))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if hasattr(ptr, "__array_interface__"): addr = ptr.__array_interface__["data"][0]
+    elif isinstance(ptr, int): addr = ptr
+    else: addr = ctypes.cast(ptr, ctypes.c_void_p).value
+    nbytes = prod(shape) * dtype.itemsize
+    if nbytes and not addr: raise TensorError("from_blob: null pointer")
+    return T(T._from_bytes(ctypes.string_at(addr, nbytes) if nbytes else b"", dtype, device, shape), **kwargs)
+
+  def _bitcast_resize(self: Any, dtype) -> Tensor:
+    """Bitcast to a dtype of another size (little-endian, as tinygrad and numpy's view): the last dim is regrouped,
+    e.g. (..., 4n) uint8 -> (..., n) float32, or (..., n) int32 -> (..., 4n) uint8. Composed from shifts, masks and
+    same-size bitcasts."""
+    dt = to_dtype(dtype)
+    ns, os_ = dt.itemsize, self.dtype.itemsize
+    if ns == os_: return self.bitcast(dt)
+    if self.ndim == 0 or (self.shape[-1] * os_) % ns:
+      raise TensorError(f"bitcast {self.dtype} -> {dt}: the last dim of {self.shape} must hold whole {dt} elements")
+    uint = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+    x = self.bitcast(uint[os_]) if self.dtype != dtypes.bool else self.cast(dtypes.uint8)
+    if ns > os_:
+      r = ns // os_
+      x = x.reshape(self.shape[:-1] + (self.shape[-1] // r, r)).cast(uint[ns])
+      parts = [_shrink_dim(x, x.ndim - 1, i, i + 1) << (8 * os_ * i) for i in range(r)]
+      acc = parts[0]
+      for q in parts[1:]: acc = acc | q
+      return acc.squeeze(-1).bitcast(dt)
+    r = os_ // ns
+    lanes = [((x >> (8 * ns * i)) & ((1 << (8 * ns)) - 1)).cast(uint[ns]) for i in range(r)]
+    out = _T().stack(*lanes, dim=-1).reshape(self.shape[:-1] + (self.shape[-1] * r,))
+    return out if dt == uint[ns] else out.bitcast(dt)
 
 def _signbit(x: Tensor) -> Tensor:
   """True for negative values including -0.0 (1/-0.0 is -inf)."""

@@ -10,13 +10,20 @@ What a replay does with data:
     writes the other one, and rebinds the tensor to the result.
   - Returned tensors view the captured output buffers: the next call overwrites them, so read them first.
   - Random numbers advance as if the function had run (the generator offset is rebased per replay).
-  - Non-tensor arguments are not part of the capture: changing them does not change what is replayed."""
+  - Non-tensor arguments (ints, floats, strings, tuples of them, objects by identity) select a capture: the jit keeps
+    one capture per distinct value (the most recent MAX_CAPTURES), so a call with a new value runs the function
+    again instead of replaying kernels built for the old one. An argument that cannot be hashed is an error.
+  - Bound Variables (`v.bind(n)`) passed as arguments are not baked in: a replay passes the new value to the kernels.
+`function` (tinygrad's graph-function decorator) is defined here too."""
 from __future__ import annotations
-import functools
+import functools, inspect
 from typing import Any, Callable
 from fusegrad.helpers import JIT
 from fusegrad.engine import realize as _realize
 from fusegrad import schedule as sched
+from fusegrad.uop.ops import Ops, UOp
+
+MAX_CAPTURES = 16  # captures kept per TinyJit (one per distinct non-tensor arguments); each holds its intermediate buffers
 
 def _tensors_in(x: Any) -> list:
   from fusegrad.tensor import Tensor
@@ -38,49 +45,88 @@ def _buf(t):
 
 def _view_buf(view): return sched.buffers[sched.buffer_view(view)]
 
-class TinyJit:
-  def __init__(self, fxn: Callable | None = None):
-    self.fxn, self.cnt, self.captured = fxn, 0, None
-  def __get__(self, obj, objtype=None):  # decorating a method binds self
-    return functools.partial(self.__call__, obj) if obj is not None else self
-  def reset(self): self.cnt, self.captured = 0, None
+# ---------------- which capture a call belongs to
+class _Identity:
+  """Keys an object by identity (a method's `self`: the same model object means the same capture)."""
+  __slots__ = ("obj",)
+  def __init__(self, obj): self.obj = obj
+  def __hash__(self) -> int: return id(self.obj)
+  def __eq__(self, o) -> bool: return isinstance(o, _Identity) and o.obj is self.obj
 
-  def __call__(self, *args, **kwargs) -> Any:
+class _Unhashable(TypeError):
+  def __init__(self, path: list, x: Any): self.path, self.x = path, x
+
+def _key(x: Any, binds: list, path: list) -> Any:
+  """A hashable stand-in for a non-tensor argument: tensors are placeholders (the shape check covers them), bound
+  Variables become their variable (their value is collected in `binds` and passed at replay), values are
+  (type, value) so 1, 1.0 and True are different captures."""
+  from fusegrad.tensor import Tensor
+  if isinstance(x, Tensor): return Tensor
+  if isinstance(x, (list, tuple)): return (type(x), tuple(_key(v, binds, path + [i]) for i, v in enumerate(x)))
+  if isinstance(x, dict): return (dict, tuple((k, _key(v, binds, path + [k])) for k, v in x.items()))
+  if isinstance(x, UOp) and x.op is Ops.BIND and x.src[0].op is Ops.DEFINE_VAR:
+    binds.append((x.src[0], x.src[1].arg))
+    return (Ops.BIND, x.src[0])
+  if isinstance(x, _Identity): return x
+  try: hash(x)
+  except TypeError: raise _Unhashable(path, x) from None
+  return (type(x), x)
+
+def _describe(fxn: Callable, path: list) -> str:
+  """'argument lr' / 'argument cfg[2]' for a path of (position or keyword, then indices), by the function's signature."""
+  first, rest = path[0], "".join(f"[{p!r}]" for p in path[1:])
+  if isinstance(first, int):
+    try: first = list(inspect.signature(fxn).parameters)[first]
+    except (TypeError, ValueError, IndexError): first = f"#{first}"
+  return f"argument {first}{rest}"
+
+# ---------------- one capture
+class _Capture:
+  """The state of one (non-tensor arguments) key: cnt 0 = never run, 1 = ran once, 2 = captured and replaying."""
+  def __init__(self): self.cnt, self.captured, self.exact_binds = 0, None, None
+
+  def call(self, fxn: Callable, args, kwargs, inputs: list, binds: list) -> Any:
     from fusegrad.tensor import Tensor
-    if self.fxn is None: raise TypeError("TinyJit needs a function: use @TinyJit or TinyJit(fn)")
-    inputs = _tensors_in(args) + _tensors_in(kwargs)
-    if not JIT: return self.fxn(*args, **kwargs)
     if inputs: Tensor.realize_all(*inputs)
     sig = [(t.shape, t.dtype, t.device) for t in inputs]
+    if self.cnt == 2 and self.exact_binds is not None and self.exact_binds != tuple(v for _, v in binds): self.__init__()
     if self.cnt == 0:
       self.cnt = 1
-      ret = self.fxn(*args, **kwargs)
+      ret = fxn(*args, **kwargs)
       if outs := _tensors_in(ret): Tensor.realize_all(*outs)
       return ret
-    if self.cnt == 1: return self._capture(sig, inputs, args, kwargs)
+    if self.cnt == 1: return self._capture(fxn, sig, inputs, binds, args, kwargs)
     if sig != self.sig:
       raise ValueError(f"TinyJit: inputs changed since capture: got {sig}, captured {self.sig}; call .reset() to capture again")
-    return self._replay(inputs)
+    return self._replay(inputs, binds)
 
-  def _capture(self, sig, inputs, args, kwargs) -> Any:
+  def _capture(self, fxn, sig, inputs, binds, args, kwargs) -> Any:
     from fusegrad.tensor import Tensor, _all_tensors
     before = {}
     for r in list(_all_tensors.values()):
       if (t := r()) is not None and (b := _buf(t)) is not None: before[id(t)] = (r, t.uop, b)
     rng0 = Tensor._rng_counter
+    self.in_bufs = [_buf(t) for t in inputs]
     _realize.capturing = []
     try:
-      ret = self.fxn(*args, **kwargs)
+      ret = fxn(*args, **kwargs)
       outs = _tensors_in(ret)
       if outs: Tensor.realize_all(*outs)
     finally: captured, _realize.capturing = _realize.capturing, None
     self.rng = (rng0, Tensor._rng_counter - rng0)
     self.sig, self.captured, self.cnt = sig, captured, 2
-    self.in_bufs = [_buf(t) for t in inputs]
+    self.exact_binds = None if _binds_replaceable(captured, binds) else tuple(v for _, v in binds)
+    # an input the step wrote in place (x += 1) keeps its buffer: the new value is copied into it, now and after each replay
+    self.written_inputs = []
+    for i, t in enumerate(inputs):
+      if (b1 := _buf(t)) is not None and b1 is not self.in_bufs[i] and b1.nbytes == self.in_bufs[i].nbytes:
+        self.written_inputs.append((i, b1))
+        self.in_bufs[i].copyin(b1.as_memoryview())
+        t.uop = before[id(t)][1]
     self.state = []
     for r, view0, b0 in before.values():
       t = r()
-      if t is None or any(t is o for o in outs) or (b1 := _buf(t)) is None or b1 is b0: continue
+      if t is None or any(t is o for o in outs) or any(t is i for i in inputs) or (b1 := _buf(t)) is None or b1 is b0: continue
       if (b1.size, b1.dtype, t.shape) == (b0.size, b0.dtype, view0.shape): self.state.append((r, view0, t.uop))
     # tensors the kernels read but the call did not write (an optimizer's lr, running stats assigned between calls):
     # a replay reads whatever buffer each of them holds at that time
@@ -92,7 +138,7 @@ class TinyJit:
     self.ret, self.out_views = ret, [t.uop for t in outs]
     return ret
 
-  def _replay(self, inputs) -> Any:
+  def _replay(self, inputs, binds) -> Any:
     from fusegrad.tensor import Tensor
     subst = {cap: _buf(t) for cap, t in zip(self.in_bufs, inputs)}
     for r, b0 in self.implicit:
@@ -105,11 +151,101 @@ class TinyJit:
       target = v0 if cur is b1 else v1
       subst[b0], subst[b1] = cur, _view_buf(target)
       rebind.append((t, target))
-    rng_shift = Tensor._rng_counter - self.rng[0]
+    rng_shift, new_vals = Tensor._rng_counter - self.rng[0], dict(binds)
     for si, prg in self.captured:
-      var_vals = {v: ((val + rng_shift) & 0x7fffffff if v.arg[0] == "rng_offset" else val) for v, val in si.var_vals}
+      var_vals = {v: new_vals[v] if v in new_vals else (val + rng_shift) & 0x7fffffff if v.arg[0] == "rng_offset" else val for v, val in si.var_vals}
       _realize.launch(si, prg, [subst.get(b, b) for b in si.bufs], var_vals)
     Tensor._rng_counter += self.rng[1]
     for t, view in rebind: t.uop = view
+    for i, b1 in self.written_inputs: _buf(inputs[i]).copyin(b1.as_memoryview())
     outs = iter(self.out_views)
     return _rebuild(self.ret, lambda _: Tensor(next(outs)))
+
+def _binds_replaceable(captured: list, binds: list) -> bool:
+  """Whether each Variable bound in the arguments reaches the kernels under its own name with the captured value, so a
+  replay can pass a new value. Not when a kernel also saw a second binding of it (the scheduler renames one of them):
+  then the capture is only reused for the same values."""
+  for var, val in binds:
+    name, bounds = var.arg[0], var.arg[1:]
+    for si, _ in captured:
+      for v, x in si.var_vals:
+        if (v is var and x != val) or (v is not var and v.arg[0].startswith(name + "_") and v.arg[1:] == bounds): return False
+  return True
+
+class TinyJit:
+  """Capture the kernels of a step function and replay them (see the module docstring for what a replay does).
+
+  Takes tinygrad's arguments: TinyJit(fxn, captured=None, prune=False, optimize=False). `prune` and `optimize` are
+  accepted and change nothing: prune (tinygrad runs kernels that do not depend on the inputs only once) is an
+  optimisation, and every captured kernel is replayed instead, which gives the same results. `captured` (a pickled
+  capture) is not supported."""
+  def __init__(self, fxn: Callable | None = None, captured: Any = None, prune: bool = False, optimize: bool = False):
+    if captured is not None: raise NotImplementedError("TinyJit(captured=...) is not supported: pass the function and let it capture")
+    self.fxn, self.prune, self.optimize = fxn, prune, optimize
+    self._captures: dict[Any, _Capture] = {}
+    self._last: _Capture | None = None
+  def __get__(self, obj, objtype=None):  # decorating a method binds self; captures are per instance
+    return functools.partial(self.__call__, _Identity(obj)) if obj is not None else self
+  def reset(self): self._captures, self._last = {}, None
+  @property
+  def cnt(self) -> int: return self._last.cnt if self._last is not None else 0
+  @property
+  def captured(self) -> list | None: return self._last.captured if self._last is not None else None
+
+  def __call__(self, *args, **kwargs) -> Any:
+    if self.fxn is None: raise TypeError("TinyJit needs a function: use @TinyJit or TinyJit(fn)")
+    bound = bool(args) and isinstance(args[0], _Identity)
+    call_args = (args[0].obj,) + args[1:] if bound else args
+    if not JIT: return self.fxn(*call_args, **kwargs)
+    from fusegrad.tensor import Tensor
+    if not kwargs and all(type(a) is Tensor or type(a) is _Identity for a in args):  # the usual step(x, y): no walk over the arguments
+      key, binds, inputs = (tuple(a if type(a) is _Identity else Tensor for a in args), ()), [], [a for a in args if type(a) is Tensor]
+    else: (key, binds), inputs = self._key(args, kwargs), _tensors_in(call_args) + _tensors_in(kwargs)
+    if (entry := self._captures.get(key)) is None or entry is not self._last:  # keep the most recently used last
+      entry = self._captures.pop(key, None) or _Capture()
+      self._captures[key] = entry
+      while len(self._captures) > MAX_CAPTURES: del self._captures[next(iter(self._captures))]
+    self._last = entry
+    return entry.call(self.fxn, call_args, kwargs, inputs, binds)
+
+  def _key(self, args, kwargs) -> tuple[Any, list]:
+    binds: list = []
+    try: return (tuple(_key(a, binds, [i]) for i, a in enumerate(args)), tuple(sorted((k, _key(v, binds, [k])) for k, v in kwargs.items()))), binds
+    except _Unhashable as e:  # positions count the method's self, as the unbound function's parameters do
+      raise TypeError(f"TinyJit: {_describe(self.fxn, e.path)} is a {type(e.x).__name__}, which cannot be hashed, so the jit cannot tell whether it "
+                      "changed since the capture. Pass it as a Tensor or as a hashable value (a tuple, number or string).") from None
+
+class _function:
+  """A function of Tensors used as one reusable graph piece (tinygrad's `@function`).
+
+  Differences from tinygrad, none of which changes results:
+    - The body runs on every call and its lazy graph is used as it is; tinygrad wraps it in a CALL node so a repeated
+      body is scheduled once. Here the scheduler's cache makes a repeated identical graph cheap instead.
+    - precompile, precompile_backward and rematerialize are accepted and change nothing (they are about when kernels
+      are compiled and which intermediates are kept).
+    - allow_implicit is not enforced: a body that reads tensors other than its arguments (captured weights) works
+      with either setting, where tinygrad raises unless allow_implicit=True.
+    - realizing inside the body is allowed (tinygrad forbids device use there).
+    - grad_fxn (a custom backward) is not supported and raises, because ignoring it could change the gradients.
+  As in tinygrad, the body must return a Tensor or a tuple of Tensors."""
+  def __init__(self, fxn: Callable, precompile: bool = False, precompile_backward: bool = False, allow_implicit: bool = False,
+               grad_fxn: Callable | None = None, rematerialize: bool = False):
+    if not callable(fxn): raise TypeError(f"function needs a callable, got {type(fxn).__name__}")
+    if grad_fxn is not None: raise NotImplementedError("function(grad_fxn=...) is not supported: gradients come from differentiating the body")
+    self.fxn, self.precompile, self.precompile_backward, self.allow_implicit = fxn, precompile, precompile_backward, allow_implicit
+    functools.update_wrapper(self, fxn)
+  def __get__(self, obj, objtype=None): return functools.partial(self.__call__, obj) if obj is not None else self
+  def __call__(self, *args, **kwargs) -> Any:
+    from fusegrad.tensor import Tensor
+    ret = self.fxn(*args, **kwargs)
+    if isinstance(ret, Tensor) or (isinstance(ret, tuple) and all(isinstance(x, Tensor) for x in ret)): return ret
+    name = getattr(self.fxn, "__qualname__", type(self.fxn).__name__)
+    raise RuntimeError(f"function {name} returned a {type(ret).__name__}; it must return a Tensor or a tuple of Tensors")
+
+def function(fxn: Callable | None = None, *, precompile: bool = False, precompile_backward: bool = False, allow_implicit: bool = False,
+             grad_fxn: Callable | None = None, rematerialize: bool = False) -> Any:
+  """`@function` or `@function(precompile=True, ...)`: mark a function of Tensors as a reusable graph function
+  (see _function for what differs from tinygrad)."""
+  opts = dict(precompile=precompile, precompile_backward=precompile_backward, allow_implicit=allow_implicit, grad_fxn=grad_fxn,
+              rematerialize=rematerialize)
+  return _function(fxn, **opts) if fxn is not None else lambda f: _function(f, **opts)

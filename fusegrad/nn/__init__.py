@@ -163,10 +163,12 @@ class RMSNorm:
     return x * self.weight if self.weight is not None else x
 
 class Embedding:
-  """Lookup rows of weight (vocab_size, embed_size) ~ N(0, 1) as torch, by integer index."""
+  """Lookup rows of weight (vocab_size, embed_size) by integer index. The weight starts as tinygrad's does, Glorot
+  uniform U(-b, b) with b = sqrt(6 / (vocab_size + embed_size)) (torch draws N(0, 1); load a torch state dict to match)."""
   def __init__(self, vocab_size: int, embed_size: int):
+    if vocab_size <= 0 or embed_size <= 0: raise ValueError(f"Embedding needs positive sizes, got vocab_size={vocab_size}, embed_size={embed_size}")
     self.vocab_sz, self.embed_sz = vocab_size, embed_size
-    self.weight = Tensor.randn(vocab_size, embed_size)
+    self.weight = Tensor.glorot_uniform(vocab_size, embed_size)
   def __call__(self, idx: Tensor) -> Tensor:
     if dtypes.is_float(idx.dtype): raise TypeError(f"Embedding indices must be integers, got {idx.dtype}")
     if hasattr(Tensor, "gather"):  # an indexed load: O(tokens * embed_size)
@@ -175,7 +177,39 @@ class Embedding:
     hit = idx.unsqueeze(-1) == Tensor.arange(self.vocab_sz, device=idx.device)  # one-hot select: O(tokens * vocab * embed_size)
     return hit.unsqueeze(-1).where(self.weight, 0).sum(-2)
 
+class LSTMCell:
+  """One LSTM step (tinygrad's nn.LSTMCell): gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh, split
+  into input, forget, cell and output gates in that order (torch's layout, so torch weights load by name).
+  Weights start U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) and biases at zero, as in tinygrad (torch draws the biases
+  from the same uniform). Call with x (batch, input_size) and hc=(h, c), each (batch, hidden_size), or hc=None for zeros;
+  returns the new (h, c). An unbatched x (input_size,) with 1-D h and c also works, as in torch."""
+  def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
+    if input_size <= 0 or hidden_size <= 0: raise ValueError(f"LSTMCell needs positive sizes, got input_size={input_size}, hidden_size={hidden_size}")
+    self.input_size, self.hidden_size = input_size, hidden_size
+    bound = 1.0 / math.sqrt(hidden_size)
+    self.weight_ih = _uniform((hidden_size * 4, input_size), bound)
+    self.weight_hh = _uniform((hidden_size * 4, hidden_size), bound)
+    self.bias_ih: Tensor | None = Tensor.zeros(hidden_size * 4) if bias else None
+    self.bias_hh: Tensor | None = Tensor.zeros(hidden_size * 4) if bias else None
+  def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+    if x.ndim == 1:  # unbatched: run as a batch of one
+      h, c = self(x.unsqueeze(0), None if hc is None else (hc[0].unsqueeze(0), hc[1].unsqueeze(0)))
+      return h.squeeze(0), c.squeeze(0)
+    if x.ndim != 2 or x.shape[1] != self.input_size:
+      raise ValueError(f"LSTMCell({self.input_size}, {self.hidden_size}) needs x of shape (batch, {self.input_size}), got {x.shape}")
+    if hc is None: hc = (Tensor.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device),) * 2
+    want = (x.shape[0], self.hidden_size)
+    if len(hc) != 2 or hc[0].shape != want or hc[1].shape != want:
+      raise ValueError(f"LSTMCell hc must be (h, c), each of shape {want}, got {[tuple(t.shape) for t in hc]}")
+    gates = x.linear(self.weight_ih.T, self.bias_ih) + hc[0].linear(self.weight_hh.T, self.bias_hh)
+    i, f, g, o = gates.chunk(4, dim=1)
+    c = f.sigmoid() * hc[1] + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    # contiguous: a recurrent loop reads h and c many steps later; materialising them keeps each step's graph small
+    return h.contiguous(), c.contiguous()
+
 __all__ = ["Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-           "LayerNorm", "LayerNorm2d", "GroupNorm", "InstanceNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm", "Embedding"]
+           "LayerNorm", "LayerNorm2d", "GroupNorm", "InstanceNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm", "Embedding",
+           "LSTMCell"]
 
 from fusegrad.nn import optim, state  # noqa: E402  (tinygrad exposes these as attributes of nn)

@@ -6,54 +6,103 @@ from fusegrad.tensor import Tensor
 from fusegrad.dtype import dtypes
 
 class Optimizer:
-  def __init__(self, params: list[Tensor], lr: float | Tensor):
-    params = list(params)
+  """Base class. `params` may repeat a tensor ([w, w], or a weight shared by two layers): each one is updated once.
+  Parameters with requires_grad=False are kept as buffers (realized with each step, never updated), as tinygrad does.
+  `fused` is accepted for tinygrad compatibility and changes nothing (the step's updates are scheduled together anyway)."""
+  def __init__(self, params: list[Tensor], lr: float | Tensor, fused: bool = False):
+    params = list({id(p): p for p in params}.values())  # by identity: Tensor == compares elementwise
     for p in params:
       if p.requires_grad is None: p.requires_grad_(True)  # also gives lazily-initialized parameters their own buffer
     self.params = [p for p in params if p.requires_grad]
     if not self.params: raise ValueError("optimizer got no parameters that require grad")
-    self.device = self.params[0].device
+    self.device, self.fused = self.params[0].device, fused
     self.lr = lr if isinstance(lr, Tensor) else Tensor([lr], device=self.device, dtype=dtypes.float32)
-    self.buffers: list[Tensor] = []
+    self.buffers: list[Tensor] = [p for p in params if not p.requires_grad]
   def zero_grad(self):
     for p in self.params: p.grad = None
   def step(self) -> None: Tensor.realize_all(*self.schedule_step())
   def schedule_step(self) -> list[Tensor]:
     """Assign the new values (lazily) and return every tensor that must be realized for the step.
     Parameters without a gradient are left alone, as torch does."""
+    if not Tensor.training:
+      raise RuntimeError(f"Tensor.training={Tensor.training}: an optimizer steps only in training mode (as in tinygrad). "
+                         "Set Tensor.training = True, or step inside `with Tensor.train():`, before calling step().")
     if all(p.grad is None for p in self.params): raise RuntimeError("no parameter has a gradient: call backward() before step()")
     return self._step() + self.params + self.buffers
   def _step(self) -> list[Tensor]: raise NotImplementedError
   def _zeros(self) -> list[Tensor]: return [Tensor.zeros(p.shape, dtype=p.dtype, device=p.device).contiguous().realize() for p in self.params]
 
-class SGD(Optimizer):
-  """torch.optim.SGD: weight decay, momentum (dampening 0) and Nesterov momentum."""
-  def __init__(self, params, lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False):
-    super().__init__(params, lr)
+def newton_schulz(g: Tensor, steps: int, params: tuple[float, ...], eps: float = 1e-7) -> Tensor:
+  """Approximately orthogonalise the last two dims of g, as tinygrad's Tensor.newton_schulz: scale g to unit
+  Frobenius norm, then `steps` times replace G by sum_i params[i] * (G G^T)^i G. A tall matrix is transposed first,
+  so G G^T is the smaller Gram matrix. Muon uses the quintic (3.4445, -4.7750, 2.0315), which pushes every singular
+  value towards 1 in five steps."""
+  if g.ndim < 2: raise ValueError(f"newton_schulz needs a tensor of two or more dims, got shape {g.shape}")
+  if g.shape[-2] > g.shape[-1]: return newton_schulz(g.transpose(-2, -1), steps, params, eps).transpose(-2, -1)
+  G = g / (g.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
+  for _ in range(steps):
+    gram, term, out = G @ G.transpose(-2, -1), G, None
+    for i, p in enumerate(params):
+      if i: term = gram @ term
+      out = p * term if out is None else out + p * term
+    G = out
+  return G
+
+class LARS(Optimizer):
+  """tinygrad's LARS (layer-wise adaptive rate scaling), which is also its SGD (tcoef=0) and Muon (ns_params set).
+  Per parameter: trust ratio r = tcoef * |p| / (|g| + wd * |p|) (1 where a norm is 0; 1 when tcoef=0), g += wd * p,
+  momentum b = momentum * b + g (Nesterov: g + momentum * b, else b), Newton-Schulz orthogonalisation of g reshaped
+  to (shape[0], -1) when ns_params is given, and p -= lr * r * g. `classic` scales g by lr * r before the momentum
+  instead of after (the same result while lr does not change)."""
+  def __init__(self, params, lr=0.001, momentum=0.9, weight_decay=1e-4, nesterov=False, classic=True, tcoef=0.001, fused=False, ns_params=None,
+               ns_steps: int = 5):
+    super().__init__(params, lr, fused)
     if nesterov and momentum <= 0: raise ValueError("Nesterov momentum needs momentum > 0")
-    self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
+    if ns_params is not None and (bad := [p.shape for p in self.params if p.ndim == 0]):
+      raise ValueError(f"Newton-Schulz (Muon) updates need parameters with at least one dim, got shapes {bad}")
+    self.momentum, self.wd, self.nesterov, self.classic, self.tcoef = momentum, weight_decay, nesterov, classic, tcoef
+    self.ns_params, self.ns_steps = (tuple(ns_params) if ns_params is not None else None), ns_steps
     self.b = self._zeros() if momentum else []
-    self.buffers = list(self.b)
+    self.buffers += self.b
   def _step(self) -> list[Tensor]:
     for i, p in enumerate(self.params):
       if p.grad is None: continue
-      g = p.grad.detach().cast(p.dtype)
-      if self.wd: g = g + self.wd * p.detach()
+      w, g = p.detach(), p.grad.detach().cast(p.dtype)
+      r = self._trust_ratio(w, g) if self.tcoef else 1.0
+      if self.wd: g = g + self.wd * w
+      if self.classic: g = g * r * self.lr
       if self.momentum:
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
-      p.assign(p.detach() - (self.lr * g).cast(p.dtype))
+      if self.ns_params is not None: g = newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_params).reshape(p.shape)
+      if not self.classic: g = g * r * self.lr
+      p.assign((w - g).cast(p.dtype))
     return []
+  def _trust_ratio(self, w: Tensor, g: Tensor) -> Tensor:
+    r1, r2 = w.square().sum().sqrt(), g.square().sum().sqrt()
+    return (r1 > 0).where((r2 > 0).where(self.tcoef * r1 / (r2 + self.wd * r1), 1.0), 1.0)
+
+class SGD(LARS):
+  """torch.optim.SGD (= tinygrad's SGD): weight decay, momentum (dampening 0) and Nesterov momentum."""
+  def __init__(self, params, lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False, fused=False):
+    super().__init__(params, lr, momentum, weight_decay, nesterov, classic, tcoef=0.0, fused=fused)
+
+def Muon(params, lr=3e-3, momentum=0.96, weight_decay=0.0, nesterov=True, classic=False, fused=False, ns_params=(3.4445, -4.7750, 2.0315),
+         ns_steps: int = 5) -> LARS:
+  """tinygrad's Muon: SGD with Nesterov momentum whose update is orthogonalised by `ns_steps` Newton-Schulz steps
+  (see newton_schulz); each parameter's update is its (shape[0], -1) matrix, so use it for weight matrices and
+  another optimizer (Adam) for biases and embeddings, as Muon's authors do."""
+  return LARS(params, lr, momentum, weight_decay, nesterov, classic, tcoef=0.0, fused=fused, ns_params=ns_params, ns_steps=ns_steps)
 
 class LAMB(Optimizer):
   """LAMB (layer-wise adaptive moments); with adam=True and weight decay it is AdamW, without it Adam."""
-  def __init__(self, params, lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, decoupled=True):
-    super().__init__(params, lr)
+  def __init__(self, params, lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, decoupled=True, fused=False):
+    super().__init__(params, lr, fused)
     self.b1, self.b2, self.eps, self.wd, self.adam, self.decoupled = b1, b2, eps, weight_decay, adam, decoupled
     self.b1_t = Tensor.ones((1,), device=self.device, dtype=dtypes.float32).contiguous().realize()
     self.b2_t = Tensor.ones((1,), device=self.device, dtype=dtypes.float32).contiguous().realize()
     self.m, self.v = self._zeros(), self._zeros()
-    self.buffers = [*self.m, *self.v, self.b1_t, self.b2_t]
+    self.buffers += [*self.m, *self.v, self.b1_t, self.b2_t]
   def _step(self) -> list[Tensor]:
     self.b1_t.assign(self.b1_t * self.b1)
     self.b2_t.assign(self.b2_t * self.b2)
@@ -75,21 +124,22 @@ class LAMB(Optimizer):
       p.assign((w - self.lr * trust * up).cast(p.dtype))
     return []
 
-def Adam(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, betas=None):
+def Adam(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, betas=None, fused=False):
   """torch.optim.Adam (weight_decay is the L2 penalty added to the gradient)."""
   if betas is not None: b1, b2 = betas
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, decoupled=False)
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, decoupled=False, fused=fused)
 
-def AdamW(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, betas=None):
+def AdamW(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, betas=None, fused=False):
   """torch.optim.AdamW: decoupled weight decay (p -= lr * wd * p)."""
   if betas is not None: b1, b2 = betas
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, decoupled=True)
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, decoupled=True, fused=fused)
 
 class OptimizerGroup(Optimizer):
   """Several optimizers stepped as one (one realize for all of them)."""
   def __init__(self, *optimizers: Optimizer):
     self.optimizers = optimizers
     self.params, self.buffers = [p for o in optimizers for p in o.params], [b for o in optimizers for b in o.buffers]
+  def __getitem__(self, i: int) -> Optimizer: return self.optimizers[i]
   def zero_grad(self):
     for o in self.optimizers: o.zero_grad()
   def schedule_step(self) -> list[Tensor]: return [t for o in self.optimizers for t in o.schedule_step()]

@@ -186,6 +186,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
     for s in u.src: users.setdefault(s, []).append(u)
   ctx: dict[UOp, frozenset] = {}
   expanded: dict[UOp, bool] = {}
+  in_reduce: dict[UOp, bool] = {}  # evaluated inside a reduce loop of its kernel
   for u in reversed(order):
     if u.op is Ops.SINK: continue
     ps = users.get(u, [])
@@ -197,7 +198,11 @@ def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
       if len(seen) > 1: break  # only "one or more than one" matters
     ctx[u] = frozenset(list(seen)[:2]) or frozenset([u])
     expanded[u] = any(p not in materialize and (expanded.get(p, False) or _expands(p)) for p in ps)
-    if u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u]): materialize[u] = None
+    in_reduce[u] = any(p.op is Ops.REDUCE_AXIS or (p not in materialize and in_reduce.get(p, False)) for p in ps)
+    # a reduce that reuses its inputs (matmul, conv: it reads through a broadcast) nested in another reduce's loop makes
+    # a kernel the optimizer cannot tile (a matmul summed to a scalar ran at 1 GFLOP/s): it gets a buffer, and both
+    # kernels are optimized on their own. A plain nested sum (x.sum(1).sum()) stays one kernel.
+    if u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u] or in_reduce[u] and _reads_broadcast(u, materialize)): materialize[u] = None
     # a padded input read through sliding windows (a padded conv) is copied once, so the conv's loads need no bounds checks
     elif u.op is Ops.PAD and any(p.op is Ops.WINDOW for p in ps): materialize[u] = None
     elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
@@ -205,6 +210,17 @@ def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
       materialize[u] = None
     if u in materialize: ctx[u], expanded[u] = frozenset([u]), False
   return materialize
+
+def _reads_broadcast(u: UOp, stop) -> bool:
+  """Does the fused work that computes u read something through an expand or sliding window (stops at buffers and materialized nodes)?"""
+  seen, stack = set(), list(u.src)
+  while stack:
+    x = stack.pop()
+    if x in seen or x.op is Ops.BUFFER or x in stop: continue
+    seen.add(x)
+    if _expands(x): return True
+    stack.extend(x.src)
+  return False
 
 def _expands(u: UOp) -> bool: return u.op in (Ops.EXPAND, Ops.WINDOW) and u.size > u.src[0].size
 

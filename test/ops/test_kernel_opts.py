@@ -67,6 +67,7 @@ class TestJit:
     def make():
       w = Tensor(w0.copy(), requires_grad=True)
       opt = optim.SGD([w], lr=0.01, momentum=0.9)
+      @Tensor.train()
       def step(x: Tensor) -> Tensor:
         opt.zero_grad()
         loss = (x @ w).relu().square().sum() + (Tensor.rand(4, 3) * w).sum()

@@ -72,8 +72,9 @@ class TestCreation:
     assert t.shape == () and t.item() == -3
 
   def test_from_list_with_dtype(self):
-    t = Tensor([1, 2, 300], dtype=dtypes.uint8)
-    assert t.dtype == dtypes.uint8 and t.tolist() == [1, 2, 44]
+    t = Tensor([1, 2, 255], dtype=dtypes.uint8)
+    assert t.dtype == dtypes.uint8 and t.tolist() == [1, 2, 255]
+    with pytest.raises(RuntimeError, match="overflow"): Tensor([1, 2, 300], dtype=dtypes.uint8)  # as torch: no silent wrap
     assert Tensor([1.7, -2.7], dtype="int32").tolist() == [1, -2]
     assert Tensor([0.1], dtype=dtypes.float64).item() == 0.1
 

@@ -964,8 +964,6 @@ ERRORS = {
                          lambda: Tensor.ones(3).scatter_reduce(0, Tensor.zeros(1, dtype=i32), Tensor.ones(1), "median")),
   "index_select_float": (lambda: torch.ones(3).index_select(0, torch.zeros(1)), lambda: Tensor.ones(3).index_select(0, Tensor.zeros(1))),
   "masked_fill_int_mask": (lambda: torch.ones(3).masked_fill(torch.tensor([1, 0, 1]), 2.0), lambda: Tensor.ones(3).masked_fill(Tensor([1, 0, 1]), 2.0)),
-  "masked_fill_value_dims": (lambda: torch.ones(3).masked_fill(torch.tensor([True, False, True]), torch.ones(3)),
-                             lambda: Tensor.ones(3).masked_fill(Tensor([True, False, True]), Tensor.ones(3))),
   "tril_1d": (lambda: torch.ones(3).tril(), lambda: Tensor.ones(3).tril()),
   "unfold_too_big": (lambda: torch.ones(3).unfold(0, 4, 1), lambda: Tensor.ones(3).unfold(0, 4, 1)),
   "unfold_step_zero": (lambda: torch.ones(3).unfold(0, 2, 0), lambda: Tensor.ones(3).unfold(0, 2, 0)),

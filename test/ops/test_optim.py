@@ -10,9 +10,10 @@ def trajectory(make_ours, make_torch, steps=6):
   w, b = Tensor(w0.copy(), requires_grad=True), Tensor(b0.copy(), requires_grad=True)
   tw, tb = torch.tensor(w0.copy(), requires_grad=True), torch.tensor(b0.copy(), requires_grad=True)
   opt, topt = make_ours([w, b]), make_torch([tw, tb])
-  for x in xs:
-    opt.zero_grad(); ((Tensor(x) @ w + b).relu() - 0.3).square().mean().backward(); opt.step()
-    topt.zero_grad(); ((torch.tensor(x) @ tw + tb).relu() - 0.3).square().mean().backward(); topt.step()
+  with Tensor.train():
+    for x in xs:
+      opt.zero_grad(); ((Tensor(x) @ w + b).relu() - 0.3).square().mean().backward(); opt.step()
+      topt.zero_grad(); ((torch.tensor(x) @ tw + tb).relu() - 0.3).square().mean().backward(); topt.step()
   np.testing.assert_allclose(w.numpy(), tw.detach().numpy(), rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(b.numpy(), tb.detach().numpy(), rtol=1e-5, atol=1e-5)
 
@@ -29,6 +30,7 @@ def test_adam(kw):
 def test_adamw(kw):
   trajectory(lambda p: optim.AdamW(p, **kw), lambda p: torch.optim.AdamW(p, **kw))
 
+@Tensor.train()
 def test_lamb_matches_reference_math():
   rng = np.random.default_rng(1)
   w0, g0 = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32)
@@ -42,6 +44,7 @@ def test_lamb_matches_reference_math():
     p = p - 0.01 * (np.linalg.norm(p) / np.linalg.norm(up)) * up
   np.testing.assert_allclose(w.numpy(), p, rtol=1e-5, atol=1e-6)
 
+@Tensor.train()
 def test_lr_is_a_tensor_and_can_change():
   w = Tensor([1.0, 2.0], requires_grad=True)
   opt = optim.SGD([w], lr=0.5)
@@ -49,6 +52,7 @@ def test_lr_is_a_tensor_and_can_change():
   (w * 2).sum().backward(); opt.step()
   np.testing.assert_allclose(w.numpy(), [0.5, 1.5])
 
+@Tensor.train()
 def test_params_without_grad_are_skipped():
   a, b = Tensor([1.0], requires_grad=True), Tensor([1.0], requires_grad=True)
   opt = optim.SGD([a, b], lr=1.0)
@@ -57,6 +61,7 @@ def test_params_without_grad_are_skipped():
   opt.zero_grad()
   with pytest.raises(RuntimeError, match="backward"): opt.step()
 
+@Tensor.train()
 def test_step_kernel_count():
   # Linear -> ReLU -> sum, its backward and an SGD step: backward fuses with the forward's shapes, so the whole
   # step is a handful of kernels, not one per op

@@ -81,3 +81,24 @@ def test_kv_cache_in_a_jitted_step():
   for i in range(4):
     out = step(Tensor([[[float(i), 1.0]]]))
     assert out.tolist() == [[float(i), 1.0]] and cache.numpy()[0, 2].tolist() == [float(i), 1.0]
+
+def test_inplace_update_of_a_jit_input_writes_the_callers_tensor():
+  @TinyJit
+  def inc(a):
+    a += 1
+    return (a * 2).realize()
+  for i in range(5):
+    a = Tensor([float(i), 10.0]).contiguous().realize()
+    out = inc(a)
+    assert a.tolist() == [i + 1.0, 11.0] and out.tolist() == [2 * (i + 1.0), 22.0]
+
+def test_kv_cache_at_a_moving_position_in_a_jitted_step():
+  cache = Tensor.zeros(1, 5, 2).contiguous().realize()
+  @TinyJit
+  def step(x, pos: int):
+    cache[:, pos:pos + 1].assign(x).realize()
+    return cache.sum(1).realize()
+  for i in range(5):
+    out = step(Tensor([[[float(i + 1), 1.0]]]), i)
+    assert out.tolist() == [[sum(range(1, i + 2)), i + 1.0]]
+  assert cache.numpy()[0, :, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]

@@ -262,3 +262,18 @@ class TestLifetime:
       del t
       assert lazy() is None, "realize left a reference cycle holding the lazy graph"
     finally: gc.enable()
+
+class TestNestedReduces:
+  """A matmul or conv fused into the loop of another reduce was a kernel the optimizer could not tile (1 GFLOP/s)."""
+  def test_matmul_into_sum_is_its_own_kernel(self):
+    a, b = inputs(np.ones((4, 8), np.float32), np.ones((8, 5), np.float32))
+    out = ((a @ b).relu() + 1).sum()
+    assert count(out) == 2
+    close(out, 4 * 5 * 9)
+    assert count((a @ b).sum(1)) == 2
+
+  def test_conv_into_maxpool_is_its_own_kernel(self):
+    x, w = inputs(np.ones((1, 1, 6, 6), np.float32), np.ones((2, 1, 3, 3), np.float32))
+    out = x.conv2d(w).relu().max_pool2d(2)
+    assert count(out) == 2
+    close(out, np.full((1, 2, 2, 2), 9.0))

@@ -1,0 +1,100 @@
+"""Regression tests for results that were silently wrong (each failed before its fix)."""
+import operator
+import numpy as np
+import pytest
+import torch
+from fusegrad import Tensor, dtypes
+
+SPECIALS = [float("nan"), 0.0, -0.0, 1.0, -1.0, float("inf"), -float("inf"), 3e38]
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("op", [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne])
+def test_comparisons_follow_ieee(op, device):
+  # `>=` was `not <`, so NaN >= 0 was True; 64 lanes exercise the SIMD path too
+  rng = np.random.default_rng(0)
+  a = rng.choice(SPECIALS, 64).astype(np.float32)
+  b = rng.choice(SPECIALS, 64).astype(np.float32)
+  fa, fb = Tensor(a, device=device), Tensor(b, device=device)
+  want = op(torch.tensor(a), torch.tensor(b)).numpy()
+  np.testing.assert_array_equal(op(fa, fb).numpy(), want)
+  np.testing.assert_array_equal(op(fa, 0.0).numpy(), op(torch.tensor(a), 0.0).numpy())
+  np.testing.assert_array_equal(op(0.0, fa).numpy(), op(0.0, torch.tensor(a)).numpy())
+  np.testing.assert_array_equal(op(fa, fa).numpy(), op(torch.tensor(a), torch.tensor(a)).numpy())
+
+def test_nan_comparison_methods():
+  t = Tensor([float("nan")])
+  assert [(t >= 0).item(), (t <= 0).item(), t.ge(0).item(), t.le(0).item(), (0 >= t).item(), (0 <= t).item()] == [False] * 6
+
+@pytest.mark.parametrize("dtype", [dtypes.float16, dtypes.bfloat16])
+def test_16bit_reductions_accumulate_in_float32(dtype):
+  x = Tensor.full((20000,), 10.0, dtype=dtype)
+  assert x.mean().item() == 10.0 and x.mean().dtype == dtype
+  assert Tensor.full((4, 5000), 0.1, dtype=dtype).sum(1).dtype == dtype
+  tx = torch.full((4, 5000), 0.1, dtype=torch.float16 if dtype == dtypes.float16 else torch.bfloat16)
+  np.testing.assert_allclose(Tensor.full((4, 5000), 0.1, dtype=dtype).sum(1).float().numpy(), tx.sum(1).float().numpy(), rtol=1e-2)
+  np.testing.assert_allclose(Tensor.full((3, 7000), 0.5, dtype=dtype).mean(1).float().numpy(), [0.5] * 3)
+  one = Tensor([1.001], dtype=dtype).float().item()  # 1.001 rounded to 16 bits
+  np.testing.assert_allclose(Tensor.full((1000,), 1.001, dtype=dtype).prod().float().item(), one ** 1000, rtol=1e-2)
+
+def test_python_ints_that_do_not_fit_int32_widen_or_raise():
+  # Tensor([2**40, 3]) wrapped to [0, 3]; torch makes it int64 and raises on a value no dtype holds
+  t = Tensor([2**40, 3])
+  assert t.dtype == dtypes.int64 and t.tolist() == [2**40, 3] and Tensor(2**40).item() == 2**40
+  assert Tensor([1, 2]).dtype == dtypes.int32 and Tensor([-1], dtype=dtypes.uint8).tolist() == [255]
+  for vals, dt in [([255], dtypes.int8), ([2**40], dtypes.int32), ([2**63], dtypes.int64), ([2**64], None)]:
+    with pytest.raises(RuntimeError, match="overflow|does not fit"): Tensor(vals, dtype=dt)
+
+def test_parameters_assigned_equal_constants_keep_their_own_gradients():
+  from fusegrad import nn
+  a, b = nn.Linear(2, 3), nn.Linear(2, 3)
+  a.bias.assign(Tensor.zeros(3))
+  b.bias.assign(Tensor.zeros(3))
+  a(Tensor.ones(1, 2)).sum().backward()
+  assert a.bias.grad.tolist() == [1.0, 1.0, 1.0] and b.bias.grad is None
+
+def test_backward_fills_every_float_tensor_unless_requires_grad_false():
+  # tinygrad's semantics: requires_grad=None tensors get a gradient too
+  x, w, skip = Tensor([1.0, 2.0]), Tensor([3.0]), Tensor([1.0], requires_grad=False)
+  h = x * w * skip
+  (h * h).sum().backward()
+  assert x.grad.tolist() == [18.0, 36.0] and w.grad.tolist() == [30.0] and h.grad.tolist() == [6.0, 12.0] and skip.grad is None
+  with pytest.raises(RuntimeError, match="no tensor in this graph"): Tensor.ones(3).sum().backward()
+
+def test_two_threads_training_get_the_single_thread_answers():
+  # a tensor was registered globally before it had a value (AttributeError in the other thread), and train/no_grad
+  # modes were process-wide, so one thread leaving `with Tensor.train()` switched the other's off
+  import threading
+  from fusegrad import nn
+  from fusegrad.nn.optim import SGD
+  def train(seed, out):
+    rng = np.random.default_rng(seed)
+    X, Y = Tensor(rng.standard_normal((32, 8)).astype(np.float32)), Tensor(rng.standard_normal((32, 1)).astype(np.float32))
+    l1, l2 = nn.Linear(8, 16), nn.Linear(16, 1)
+    for p, shape in ((l1.weight, (16, 8)), (l2.weight, (1, 16))): p.assign(Tensor(rng.standard_normal(shape).astype(np.float32) * 0.1))
+    l1.bias.assign(Tensor.zeros(16))
+    l2.bias.assign(Tensor.zeros(1))
+    opt = SGD([l1.weight, l1.bias, l2.weight, l2.bias], lr=0.05)
+    with Tensor.train():
+      for _ in range(15):
+        opt.zero_grad()
+        loss = ((l2(l1(X).relu()) - Y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+  ref = {s: [] for s in (0, 1)}
+  for s in ref: train(s, ref[s])
+  for _ in range(3):
+    got, errors = {s: [] for s in (0, 1)}, []
+    def run(s):
+      try: train(s, got[s])
+      except Exception as e: errors.append(e)
+    threads = [threading.Thread(target=run, args=(s,)) for s in got]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    assert not errors and got == ref
+
+@pytest.mark.parametrize("make", [lambda: Tensor.empty(2**60, 2**60), lambda: Tensor.ones(2**60, 2**60).sum(), lambda: Tensor.rand(2**31, 2**33),
+                                  lambda: Tensor.ones(1, 1).expand(2**62, 2**62), lambda: Tensor.ones(2**62).pad(((0, 2**62),))])
+def test_shapes_past_64_bit_indexing_raise_clearly(make):
+  # 2**120 elements raised a ctypes OverflowError, and a sum over them returned 0.0
+  with pytest.raises(RuntimeError, match="64-bit indexing"): make()
