@@ -1,9 +1,9 @@
 """The lazy Tensor: every method builds UOps; nothing runs until realize/numpy/item/tolist."""
 from __future__ import annotations
-import itertools, math, struct, sys, threading, weakref
-from typing import Any, Callable, Sequence
+import itertools, math, pathlib, struct, sys, threading, weakref
+from typing import Any, Callable, Sequence, cast  # noqa: F401  (tinygrad programs import typing.cast from here)
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
-from fusegrad.device import Buffer, canonicalize
+from fusegrad.device import Buffer, BufferView, canonicalize
 from fusegrad.helpers import TensorError, WeakValueCache, argsort, flatten, prod, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key
 from fusegrad import schedule as sched
@@ -173,6 +173,12 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes 0-d arrays 1-d
       self.uop = Tensor._from_bytes(arr.tobytes(), src_dtype, device, arr.shape)
       if dtype and dtype != src_dtype: self.uop = self.cast(dtype).uop
+    elif isinstance(data, pathlib.Path):  # tinygrad's spelling of a file's bytes: a uint8 tensor on the DISK device, read on use
+      if not data.is_file(): raise FileNotFoundError(f"Tensor(Path): no file at {data}")
+      buf, dtype = Buffer(f"DISK:{data.resolve()}", data.stat().st_size, dtypes.uint8).ensure_allocated(), dtype or dtypes.uint8
+      if buf.size % dtype.itemsize: raise TensorError(f"Tensor(Path): {data} has {buf.size} bytes, not a whole number of {dtype} elements")
+      view = BufferView(buf, 0, buf.size // dtype.itemsize, dtype) if dtype != dtypes.uint8 else buf
+      self.uop = sched.new_buffer_uop(buf.device, view.size, dtype, view)
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
     self._register()
     # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient
@@ -191,7 +197,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     """Give this tensor a buffer of its own (a unique node: equal lazy values would otherwise share one gradient)."""
     self.uop = Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))).realize().uop
     return self
-  def is_param_(self) -> Tensor: return self.requires_grad_(True)
+  def is_param_(self, is_param: bool = True) -> Tensor:
+    """Mark whether this tensor is a trainable parameter (tinygrad): True also makes it require a gradient."""
+    self.is_param = is_param
+    return self.requires_grad_(True) if is_param else self
   def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
     """d(self)/d(target) for each target, as lazy tensors."""
     from fusegrad.gradient import compute_gradient
@@ -571,7 +580,9 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     a, b = _norm_axis(dim0, self.ndim), _norm_axis(dim1, self.ndim)
     order[a], order[b] = order[b], order[a]
     return self.permute(order)
-  def flip(self, axis, *args) -> Tensor:
+  def flip(self, axis=None, *args, dims=None) -> Tensor:
+    if (axis is None) == (dims is None): raise TypeError("flip() takes the axes to flip, as `axis` (tinygrad) or `dims=` (torch), once")
+    if dims is not None: axis = dims
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,) + args
     axes = [_norm_axis(a, self.ndim) for a in axes]
     if len(set(axes)) != len(axes): raise TensorError(f"dim appears multiple times in flip {axis}")
@@ -1063,8 +1074,12 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def std(self, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
     axis = self._pick_axis(axis, dim)
     return self.var(axis, keepdim, correction, unbiased).sqrt()
-  def var_mean(self, axis=None, keepdim=False, correction=1): return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
-  def std_mean(self, axis=None, keepdim=False, correction=1): return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
+  def var_mean(self, axis=None, keepdim=False, correction=1, *, dim=None):
+    axis = self._pick_axis(axis, dim)
+    return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self, axis=None, keepdim=False, correction=1, *, dim=None):
+    axis = self._pick_axis(axis, dim)
+    return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
   def any(self, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
     axis = self._pick_axis(axis, dim)
     # MAX over an empty axis gives the identity 0, so any() of nothing is False as in torch
@@ -1111,6 +1126,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return x.add(bias) if bias is not None else x
 
   def sequential(self, layers: list[Callable[[Tensor], Tensor]]) -> Tensor:
+    """Apply each callable of `layers` in turn, each to the previous one's output (tinygrad's nn.Sequential)."""
     x = self
     for f in layers: x = f(x)
     return x
@@ -1121,15 +1137,18 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     goes through it; an empty axis has no max (and needs no shift)."""
     if self.ndim and not all(self.shape[a] for a in self._axes(axis)): return 0.0
     return (self.max(axis, keepdim=True) if self.ndim else self).detach()
-  def softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+  def softmax(self, axis: int = -1, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
+    if dim is not None: axis = dim  # torch's spelling; the default axis=-1 is not a conflict
     x = self.cast(dtype) if dtype is not None else self._float()
     e = (x - x._shift(axis)).exp()
     return e / e.sum(axis, keepdim=True)
-  def log_softmax(self, axis: int = -1, dtype: DType | str | None = None) -> Tensor:
+  def log_softmax(self, axis: int = -1, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
+    if dim is not None: axis = dim
     x = self.cast(dtype) if dtype is not None else self._float()
     m = x - x._shift(axis)
     return m - m.exp().sum(axis, keepdim=True).log()
-  def logsumexp(self, axis=None, keepdim: bool = False) -> Tensor:
+  def logsumexp(self, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
+    axis = self._pick_axis(axis, dim)
     x = self._float()
     m = x._shift(axis)
     if isinstance(m, Tensor): m = (m.abs() == math.inf).where(0, m)  # all -inf (or an inf) must not give inf - inf = NaN

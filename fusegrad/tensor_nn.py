@@ -288,7 +288,7 @@ class NNMixin:
   def logsigmoid(self: Any) -> Tensor: return -(-self).softplus()
   def sinh(self: Any) -> Tensor: return (self.expm1() - (-self).expm1()) / 2  # expm1 keeps small arguments exact
   def cosh(self: Any) -> Tensor: return (self.exp() + (-self).exp()) / 2
-  def softmin(self: Any, axis: int = -1) -> Tensor: return (-self).softmax(axis)
+  def softmin(self: Any, axis: int = -1, *, dim: int | None = None) -> Tensor: return (-self).softmax(axis if dim is None else dim)
   def glu(self: Any, dim: int = -1) -> Tensor:
     a, b = self.chunk(2, dim)
     return a * b.sigmoid()

@@ -2,16 +2,26 @@
 from __future__ import annotations
 import time
 from fusegrad.device import Device
-from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, SPEC, colored
+from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, PROGRAM_CACHE, SPEC, colored
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.schedule import ScheduleItem
 
-_programs: dict[tuple[str, UOp], object] = {}
+# in least-recently-used order (oldest first), at most PROGRAM_CACHE entries: a program that sees many shapes would
+# otherwise keep every compiled kernel loaded forever
+_programs: dict[tuple[str, UOp, object, bool], object] = {}
+
+def _bound(cache: dict) -> None:
+  """Drop the least recently used entries over PROGRAM_CACHE (0: no bound). A dropped CPU program unloads its library
+  when its last reference goes, so a TinyJit capture or a caller still holding one keeps it working."""
+  if (cap := PROGRAM_CACHE.value) > 0:
+    while len(cache) > cap: del cache[next(iter(cache))]
 
 def get_program(device: str, ast: UOp, opt=None):
   """The compiled kernel for `ast` with optimization `opt` (None: the heuristic's choice), cached in memory."""
   key = (device, ast, opt, bool(NOOPT))
-  if (prg := _programs.get(key)) is None:
+  # hot path: pop and reinsert moves a hit to the young end (a plain dict does this faster than OrderedDict.move_to_end)
+  if (prg := _programs.pop(key, None)) is not None: _programs[key] = prg
+  else:
     from fusegrad.codegen.lowerer import lower_kernel
     from fusegrad.codegen.linearize import linearize
     if SPEC:
@@ -23,6 +33,7 @@ def get_program(device: str, ast: UOp, opt=None):
     if DEBUG >= 5:
       for i, u in enumerate(spec.uops): print(f"{i:4d} {u.op.name:12s} {u.dtype} {[spec.uops.index(s) if s in spec.uops else s.arg for s in u.src]} {u.arg if u.op is not Ops.DEFINE_ACC else ''}")
     prg = _programs[key] = dev.compile(spec)
+    _bound(_programs)
   return prg
 
 # while a TinyJit captures, every launch is recorded here as (ScheduleItem, program or None for a copy)
@@ -39,15 +50,17 @@ def run_schedule(schedule: list[ScheduleItem]):
     if capturing is not None: capturing.append((si, prg))
     launch(si, prg, si.bufs, dict(si.var_vals))
 
-_beam_choices: dict = {}
+_beam_choices: dict = {}  # (device, ast) -> Opt, least recently used first, bounded like _programs
 
 def _beam_choice(si: ScheduleItem):
   if not BEAM or NOOPT or si.device.split(":")[0] not in ("CPU",): return None
   key = (si.device, si.ast)
-  if key not in _beam_choices:
+  if (opt := _beam_choices.pop(key, None)) is None:
     from fusegrad.codegen.search import beam_search
-    _beam_choices[key] = beam_search(si.device, si.ast, si.bufs, dict(si.var_vals), BEAM.value)
-  return _beam_choices[key]
+    opt = beam_search(si.device, si.ast, si.bufs, dict(si.var_vals), BEAM.value)
+  _beam_choices[key] = opt
+  _bound(_beam_choices)
+  return opt
 
 def launch(si: ScheduleItem, prg, bufs, var_vals: dict):
   """Run one kernel (or copy) on the given buffers; counts it in GlobalCounters and prints it at DEBUG>=2."""

@@ -1,7 +1,7 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
-import concurrent.futures, ctypes, functools, hashlib, os, platform, shutil, subprocess, tempfile
-from fusegrad.helpers import CACHELEVEL, NOOPT, cache_dir, getenv
+import _ctypes, concurrent.futures, contextlib, ctypes, functools, hashlib, os, platform, shutil, subprocess, sys, tempfile
+from fusegrad.helpers import CACHELEVEL, DISK_CACHE_MB, NOOPT, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import render_c
 
@@ -22,7 +22,8 @@ def find_compiler() -> str:
 class CPUAllocator:
   def alloc(self, nbytes: int):
     # over-allocate so the data pointer can be 64-byte aligned for vector loads
-    raw = (ctypes.c_uint8 * (max(nbytes, 1) + 64))()
+    try: raw = (ctypes.c_uint8 * (max(nbytes, 1) + 64))()
+    except (MemoryError, OverflowError): raise MemoryError(f"cannot allocate {nbytes} bytes of CPU memory") from None
     off = (-ctypes.addressof(raw)) % 64
     return (raw, ctypes.addressof(raw) + off, nbytes)
   def copyin(self, mem, mv: memoryview): ctypes.memmove(mem[1], (ctypes.c_char * mv.nbytes).from_buffer_copy(mv) if mv.readonly else (ctypes.c_char * mv.nbytes).from_buffer(mv), mv.nbytes)
@@ -30,12 +31,22 @@ class CPUAllocator:
     # from_buffer keeps the allocation alive for as long as the view exists
     return memoryview((ctypes.c_uint8 * nbytes).from_buffer(mem[0], mem[1] - ctypes.addressof(mem[0]))).cast("B")
 
+_dlclose = getattr(_ctypes, "dlclose", None)  # POSIX only: on Windows a kernel stays loaded
+
 class CPUProgram:
   def __init__(self, spec: ProgramSpec, lib_path: str):
     self.spec = spec
     self.lib = ctypes.CDLL(lib_path)
     self.fn = getattr(self.lib, spec.name)
     self.fn.restype = None
+  def __del__(self, is_finalizing=sys.is_finalizing, dlclose=_dlclose):
+    # unload the library once nothing can call it any more (the program cache evicted it and no TinyJit capture holds
+    # it): each loaded kernel keeps its mappings resident. dlopen counts references, so another program from the same
+    # file keeps it loaded. At interpreter exit the process unmaps everything anyway, and module globals may already be
+    # None (hence the default arguments).
+    if dlclose is None or is_finalizing() or (lib := self.__dict__.get("lib")) is None: return
+    try: dlclose(lib._handle)
+    except Exception: pass  # __del__ must not raise
   def __call__(self, mems: list, var_vals: list[int]):
     # only the buffers the kernel still reads or writes are parameters (lowering can drop an input, e.g. a zero-size one)
     args = [ctypes.c_void_p(mems[i][1]) for i, _ in self.spec.globals] + [ctypes.c_int(v) for v in var_vals]
@@ -125,18 +136,62 @@ def compile_c(src: str) -> str:
     libs = ["-lmvec", "-lm"]
   return _build(cc, compiler_flags(cc), src, libs)
 
+# The disk cache is bounded to DISK_CACHE_MB, least recently used files deleted first, with each file's mtime as its
+# last use. A hit refreshes the mtime only once per process per file (_used), which keeps the file among the recent ones
+# while this process runs; later hits here mostly come from the in-memory program cache and never reach the disk.
+_used: set[str] = set()
+_since_trim: dict[str, int] = {}  # cache dir -> bytes this process wrote there since it last trimmed it (absent: never)
+
 def _build(cc: str, flags: tuple[str, ...], src: str, libs: list[str]) -> str:
   key = hashlib.sha256((cc + " ".join(flags) + src).encode()).hexdigest()[:32]
-  path = os.path.join(cache_dir(), f"kernel_{key}.so")
-  if os.path.exists(path) and CACHELEVEL: return path
-  fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache_dir())
+  path = os.path.join(d := cache_dir(), f"kernel_{key}.so")
+  if os.path.exists(path) and CACHELEVEL:
+    if path not in _used:
+      if len(_used) > 1 << 16: _used.clear()  # a long-lived process must not grow this either; forgetting costs a utime
+      _used.add(path)
+      with contextlib.suppress(OSError): os.utime(path)  # gone (another process trimmed it: the load retries) or not ours
+    return path
+  fd, tmp = tempfile.mkstemp(suffix=".so", dir=d)
   os.close(fd)
   proc = subprocess.run([cc, *flags, "-x", "c", "-", "-o", tmp, *libs], input=src.encode(), capture_output=True)
   if proc.returncode != 0:
     os.unlink(tmp)
     raise RuntimeError(f"{cc} failed to compile a kernel:\n{proc.stderr.decode()}\n--- source ---\n{src}")
   os.replace(tmp, path)  # atomic: another process never sees a half-written library
+  _used.add(path)  # its mtime is now
+  _after_write(d, path)
   return path
+
+def _after_write(d: str, path: str) -> None:
+  """Trim the disk cache at this process's first write to it, then whenever it has written 1/16 of the cap since the
+  last trim: a scan per compile would cost more than the compile for a large cache, and the overshoot stays small."""
+  if (cap := DISK_CACHE_MB.value << 20) <= 0: return
+  with contextlib.suppress(OSError): _since_trim[d] = _since_trim.get(d, cap) + os.path.getsize(path)
+  if _since_trim.get(d, cap) >= cap // 16:
+    _since_trim[d] = 0
+    trim_disk_cache(d, cap, keep=path)
+
+def trim_disk_cache(d: str, cap: int, keep: str | None = None) -> None:
+  """Delete the least recently used (oldest mtime) kernel libraries in `d` until they total at most `cap` bytes. Only
+  kernel_*.so files count and go (cache.db and temporary files stay), and never `keep`, the one about to be loaded.
+  Other processes trim the same directory: a file that vanishes under us is skipped. A process that has a deleted file
+  loaded keeps its mapping (Linux frees the inode after the last unmap)."""
+  files = []
+  with contextlib.suppress(OSError), os.scandir(d) as it:
+    for e in it:
+      if not (e.name.startswith("kernel_") and e.name.endswith(".so")): continue
+      with contextlib.suppress(OSError):
+        st = e.stat()
+        files.append((st.st_mtime_ns, st.st_size, e.path))
+  total = sum(size for _, size, _ in files)
+  for _, size, path in sorted(files):
+    if total <= cap: break
+    if path == keep: continue
+    try: os.unlink(path)
+    except FileNotFoundError: pass  # another process trimmed it first
+    except OSError: continue  # loaded (Windows) or not ours to delete: it still takes space
+    _used.discard(path)  # if it comes back, it is a new file
+    total -= size
 
 class CPUDevice:
   def __init__(self, name: str):
@@ -146,7 +201,12 @@ class CPUDevice:
     try: math = platform.machine() in ("x86_64", "AMD64") and vector_math(find_compiler())
     except RuntimeError: math = False  # no compiler: compile() says so
     return render_c(uops, simd_width=0 if NOOPT else simd_width(), vector_math=math)  # NOOPT: plain scalar C
-  def compile(self, spec: ProgramSpec) -> CPUProgram: return CPUProgram(spec, compile_c(spec.src))
+  def compile(self, spec: ProgramSpec) -> CPUProgram:
+    path = compile_c(spec.src)
+    try: return CPUProgram(spec, path)
+    except OSError:
+      if os.path.exists(path): raise
+      return CPUProgram(spec, compile_c(spec.src))  # another process's trim deleted it between the check and the load: rebuild
   def synchronize(self): pass
 
 def open_device(name: str) -> CPUDevice: return CPUDevice(name)

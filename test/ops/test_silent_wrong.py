@@ -98,3 +98,34 @@ def test_two_threads_training_get_the_single_thread_answers():
 def test_shapes_past_64_bit_indexing_raise_clearly(make):
   # 2**120 elements raised a ctypes OverflowError, and a sum over them returned 0.0
   with pytest.raises(RuntimeError, match="64-bit indexing"): make()
+
+def test_tensor_from_a_path_is_a_disk_tensor(tmp_path):
+  p = tmp_path / "x.bin"
+  p.write_bytes(bytes(range(8)))
+  t = Tensor(p)
+  assert t.device.startswith("DISK:") and t.shape == (8,) and t.dtype == dtypes.uint8 and t[2:4].to("CPU").tolist() == [2, 3]
+  np.testing.assert_array_equal(Tensor(p, dtype=dtypes.float16).to("CPU").numpy(), np.arange(8, dtype=np.uint8).view(np.float16))
+  with pytest.raises(FileNotFoundError): Tensor(tmp_path / "missing")
+  (tmp_path / "odd").write_bytes(b"abc")
+  with pytest.raises(RuntimeError, match="whole number"): Tensor(tmp_path / "odd", dtype=dtypes.float16)
+
+def test_names_tinygrad_programs_import():
+  from fusegrad.tensor import cast  # typing.cast, as tinygrad.tensor re-exports it
+  from fusegrad.function import function
+  assert callable(cast) and callable(function)
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "logsumexp", "var_mean", "std_mean"])
+def test_dim_keyword_on_row_functions(name):
+  x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+  got, want = getattr(Tensor(x), name)(dim=0), getattr(torch, name)(torch.tensor(x), dim=0)
+  for g, w in zip(got if isinstance(got, tuple) else [got], want if isinstance(want, tuple) else [want]):
+    np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6)
+
+def test_is_param_takes_a_flag():
+  assert Tensor.ones(2).is_param_().requires_grad is True and Tensor.ones(2).is_param_(False).is_param is False
+
+def test_torch_spellings_softmin_dim_and_flip_dims():
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  np.testing.assert_allclose(Tensor(x).softmin(dim=0).numpy(), torch.nn.functional.softmin(torch.tensor(x), dim=0).numpy(), rtol=1e-6)
+  np.testing.assert_array_equal(Tensor(x).flip(dims=(0, 1)).numpy(), torch.tensor(x).flip(dims=(0, 1)).numpy())
+  with pytest.raises(TypeError): Tensor(x).flip()
