@@ -7,6 +7,7 @@ from fusegrad.uop.ops import UOp
 
 from fusegrad.uop.ops import Variable
 
+from fusegrad import function as _function_module  # noqa: F401  (loaded first: importing it later would shadow the decorator)
 from fusegrad.engine.jit import TinyJit, function
 from fusegrad import nn  # noqa: E402
 

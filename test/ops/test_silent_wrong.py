@@ -129,3 +129,9 @@ def test_torch_spellings_softmin_dim_and_flip_dims():
   np.testing.assert_allclose(Tensor(x).softmin(dim=0).numpy(), torch.nn.functional.softmin(torch.tensor(x), dim=0).numpy(), rtol=1e-6)
   np.testing.assert_array_equal(Tensor(x).flip(dims=(0, 1)).numpy(), torch.tensor(x).flip(dims=(0, 1)).numpy())
   with pytest.raises(TypeError): Tensor(x).flip()
+
+def test_function_module_does_not_shadow_the_decorator():
+  import sys
+  import fusegrad.function  # noqa: F401
+  from fusegrad import function
+  assert callable(function) and function is sys.modules["fusegrad.function"].function
