@@ -174,6 +174,14 @@ def result_dtype(tensor_dtype: DType, scalar: Any) -> DType:
   if sc <= category(tensor_dtype): return tensor_dtype
   return dtypes.default_int if sc == 1 else dtypes.default_float
 
+def _round_int(x: int, bits: int) -> int:
+  """x rounded to `bits` significant bits, half to even, in one step: float(x) first would round to 53 bits and then
+  the narrow float rounds again (2**60 + 2**36 + 1 became 2**60 in float32, not 2**60 + 2**37)."""
+  n, shift = abs(x), abs(x).bit_length() - bits
+  q, r = divmod(n, 1 << shift)
+  if r > 1 << (shift - 1) or (r == 1 << (shift - 1) and q & 1): q += 1
+  return (q << shift) * (1 if x > 0 else -1)
+
 def truncate(dtype: DType, x: Any) -> Any:
   """Convert a Python value to what a `dtype` element holds (wrap ints, round floats)."""
   if dtype == dtypes.bool: return bool(x)
@@ -184,6 +192,7 @@ def truncate(dtype: DType, x: Any) -> Any:
     x = int(x) & (2**dtype.bitsize - 1)
     if not dtypes.is_unsigned(dtype) and x >= 2**(dtype.bitsize - 1): x -= 2**dtype.bitsize
     return x
+  if type(x) is int and abs(x) >= 2**53: x = _round_int(x, {dtypes.float32: 24, dtypes.bfloat16: 8}.get(dtype, 53))
   x = float(x)
   if dtype == dtypes.float64: return x
   if dtype == dtypes.float32: return _round_via("f", x)

@@ -78,6 +78,9 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
       else: parent.inner = b
       parent = b
     return outer, parent  # type: ignore
+  def outer_deps(u: UOp) -> frozenset: return deps[u] - {u.arg[1]} if isinstance(u.arg, tuple) else deps[u]
+  # a group's shared loop sits under the deepest block any member needs (one member may be a constant that needs none)
+  def loop_parent(u: UOp) -> Block: return deepest(frozenset().union(*[outer_deps(m) for m in group_of[u]]))
   loops: dict[UOp, tuple[Block, Block]] = {}
   for u in reversed(order):
     if u.op is Ops.STAGE: loops[u] = nest(deepest(deps[u]), u.src[2:])
@@ -85,7 +88,7 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
     if (first := group_of[u][0]) in loops:
       loops[u] = loops[first]
       continue
-    loops[first] = loops[u] = nest(deepest(deps[u] - {u.arg[1]} if isinstance(u.arg, tuple) else deps[u]), u.src[1:])
+    loops[first] = loops[u] = nest(loop_parent(u), u.src[1:])
   accs = {u: UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(_op(u), u.dtype)),), u) for u in group_of}
   placed: set[int] = set()
   for u in order:
@@ -103,7 +106,7 @@ def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
       inner.items.append(UOp(Ops.ACC_UPDATE, u.dtype, (accs[u], u.src[0]) + ((u.src[-1],) if arr else ()), _op(u)))
       if id(outer) not in placed:  # the first member of a group places every accumulator, then the shared loop
         placed.add(id(outer))
-        deepest(deps[u] - {u.arg[1]} if arr else deps[u]).items += [*(accs[m] for m in group_of[u]), outer]
+        loop_parent(u).items += [*(accs[m] for m in group_of[u]), outer]
     home.items.append(u)
   out: list[UOp] = []
   def flatten(b: Block):

@@ -135,3 +135,13 @@ def test_function_module_does_not_shadow_the_decorator():
   import fusegrad.function  # noqa: F401
   from fusegrad import function
   assert callable(function) and function is sys.modules["fusegrad.function"].function
+
+def test_reduce_group_loop_is_placed_under_every_members_loops():
+  # a padded sum's two accumulators (one a constant 0 that needs no outer loop) shared a reduce loop placed by the
+  # constant member alone: an index was emitted before its loop opened, in ~7 of 10 processes (the hash seed decided)
+  import subprocess, sys, os
+  code = ("import numpy as np; from fusegrad import Tensor; "
+          "print(Tensor(np.ones((1,1,2,2), np.float32)).pad(((1,0),(0,1),(0,0),(0,0))).sum(axis=2).numpy().tolist())")
+  for seed in range(6):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": str(seed)})
+    assert out.stdout.strip() == "[[[0.0, 0.0], [0.0, 0.0]], [[2.0, 2.0], [0.0, 0.0]]]", (seed, out.stderr[-500:])
