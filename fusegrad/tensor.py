@@ -359,7 +359,9 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def contiguous(self) -> Tensor:
     if sched.buffer_view(self.uop) is not None: return self
     return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
-  def detach(self) -> Tensor: return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)) if self.uop.op is not Ops.DETACH else self.uop)
+  def detach(self) -> Tensor:
+    _note_view(self.uop)
+    return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)) if self.uop.op is not Ops.DETACH else self.uop)
 
   # ---------------- creation
   @staticmethod
@@ -489,6 +491,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
 
   # ---------------- building blocks
   def _mop(self, op: Ops, arg: Any) -> Tensor:
+    _note_view(self.uop)
     return Tensor(UOp(op, self.dtype, (self.uop,), arg))
   def _alu(self, op: Ops, *others: Tensor) -> Tensor:
     dt = dtypes.bool if op in GroupOp.Comparison else (others[0].dtype if op is Ops.WHERE else self.dtype)
@@ -731,10 +734,11 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     (self's full new value) into that data, as torch and tinygrad do, and return True. The base gets
     `where(mask, value placed where the view reads, old base)`, so one fused kernel does the write."""
     chain = _view_chain(self.uop)
+    if len(chain) == 1 and self.uop not in _viewed_buffers: return False  # a lazy value or an unviewed buffer: rebinding is the write
+    if (owned := sched.buffer_view(self.uop)) is not None and (owned not in _viewed_buffers or owned not in chain): return False
     others = [t for t in _live_tensors() if t is not self]
-    if (owned := sched.buffer_view(self.uop)) is not None:
-      # self holds a whole buffer: rebinding it is the write, unless other tensors view that buffer
-      if owned not in chain or not any(owned in _view_chain(t.uop) for t in others): return False
+    # self holds a whole buffer: rebinding it is the write, unless other tensors view that buffer
+    if owned is not None and not any(owned in _view_chain(t.uop) for t in others): return False
     held = {id(t.uop): t for t in others}
     depth = next((i for i in range(len(chain) - 1, -1, -1) if id(chain[i]) in held or sched.buffer_view(chain[i]) is chain[i]), 0)
     if depth == 0 and owned is None: return False  # nothing else sees the data: rebinding self is the whole write
@@ -1175,6 +1179,13 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     """The slices along dim, with dim removed."""
     d = _norm_axis(dim, self.ndim)
     return tuple(t.squeeze(d) for t in self.split(1, d)) if self.shape[d] else ()
+
+# buffers some view was taken of (a slice, reshape, detach ...): only an assign to one of these must look for views to update
+_viewed_buffers: "weakref.WeakSet[UOp]" = weakref.WeakSet()
+
+def _note_view(u: UOp) -> None:
+  if u.op is Ops.BUFFER: _viewed_buffers.add(u)
+  elif u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER: _viewed_buffers.add(u.src[0])
 
 def _view_chain(u: UOp) -> list[UOp]:
   """u and the movement ops (and DETACHes) under it, down to the first node that is neither."""

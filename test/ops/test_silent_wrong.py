@@ -145,3 +145,11 @@ def test_reduce_group_loop_is_placed_under_every_members_loops():
   for seed in range(6):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": str(seed)})
     assert out.stdout.strip() == "[[[0.0, 0.0], [0.0, 0.0]], [[2.0, 2.0], [0.0, 0.0]]]", (seed, out.stderr[-500:])
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_empty_results_do_not_crash(device):
+  # these raised KeyError in codegen/linearize.py, or in the PYTHON device's reduction over an empty axis
+  assert Tensor.ones(2, 3, 4, device=device).sum(2)[2:].T.numpy().shape == (3, 0)
+  assert (Tensor.ones(8, 8, device=device) @ Tensor.ones(8, 0, device=device)).numpy().shape == (8, 0)
+  assert Tensor.ones(3, 0, device=device).sum(1).tolist() == [0.0, 0.0, 0.0]
+  assert Tensor.ones(3, 0, device=device).softmax(1).shape == (3, 0) and Tensor.ones(3, 0, device=device).log_softmax(1).numpy().shape == (3, 0)
