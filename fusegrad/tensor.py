@@ -8,6 +8,7 @@ from fusegrad.helpers import TensorError, WeakValueCache, argsort, flatten, prod
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key
 from fusegrad import schedule as sched
 from fusegrad.engine.realize import run_schedule
+from fusegrad.engine import realize as _realize
 from fusegrad.tensor_nn import NNMixin
 from fusegrad.tensor_ops import OpsMixin
 
@@ -304,6 +305,9 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       if t.uop in views:
         old = t.uop
         sched.realized[old] = views[old]
+        # a view of a buffer stays a view (later writes to the buffer drop the cached copy), as torch's views alias;
+        # not in a TinyJit capture, whose replays write the copy's buffer
+        if (old.op in GroupOp.Movement or old.op is Ops.DETACH) and _view_chain(old)[-1].op is Ops.BUFFER and _realize.capturing is None: continue
         # keep the lazy graph while it still leads to a tensor that needs a gradient (so y.numpy(); y.backward() works);
         # the realized map makes later kernels read the buffer instead of recomputing
         if not t.requires_grad:
@@ -381,7 +385,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   @staticmethod
   def full(shape: tuple[int, ...] | int, fill_value: Any, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     shape = Tensor._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
-    dtype = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+    dtype = _checked_dtype([fill_value], to_dtype(dtype) if dtype is not None else None)
     return Tensor(Tensor._const(fill_value, dtype, canonicalize(device), shape), **kwargs)
   @staticmethod
   def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(Tensor._shape_arg(shape), 0.0 if "dtype" not in kwargs else 0, **kwargs)
@@ -396,8 +400,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def arange(start, stop=None, step=1, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     if stop is None: start, stop = 0, start
     if step == 0: raise TensorError("arange step must be nonzero")
-    dtype = to_dtype(dtype) if dtype is not None else (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
     n = max(0, math.ceil((stop - start) / step))
+    ends = [start, start + (n - 1) * step] if n else [start]
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else None
+    dtype = _checked_dtype(ends, dtype) if dtype is None or dtypes.is_int(dtype) else dtype
     iota = Tensor(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n))
     out = (iota.cast(dtype) * step + start) if dtypes.is_int(dtype) or isinstance(step, float) or isinstance(start, float) else (iota * step + start).cast(dtype)
     return Tensor(out.cast(dtype).uop, **kwargs)
@@ -718,15 +724,14 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     (advanced indexing, PyTorch's rules for where the indexed dims go). Implemented in tensor_ops.py."""
     return self._getitem(indices)
   def __setitem__(self, indices, value) -> None:
-    """self[indices] = value, written in place into this tensor's buffer: views of it (slices, reshapes, transposes,
-    made before or after) see the new values, as in torch. Writing through a view, or inside a TinyJit capture, rebinds
-    the tensor to the new value instead (like assign), and the other views keep the old one."""
+    """self[indices] = value, written in place into the data this tensor holds or views: every view of it (slices,
+    reshapes, transposes, made before or after) sees the new values, as in torch. Inside a TinyJit capture the views are
+    rebound to the new value instead."""
     if self.requires_grad and not Tensor.no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
     value = self._setitem_value(indices, value)
     with _realize_lock:
       if self._write_through_view(value): return
-      from fusegrad.engine import realize as _realize
       if _realize.capturing is not None or not self._write_in_place(value): self.assign(value)
 
   def _write_through_view(self, value: Tensor) -> bool:
@@ -746,7 +751,6 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     placed, mask = _unview(value, chain[:depth + 1])
     base = held[id(base_uop)] if id(base_uop) in held else Tensor(base_uop)
     new_base = mask.where(placed, base)
-    from fusegrad.engine import realize as _realize
     if _realize.capturing is None and base._write_in_place(new_base): return True
     # a TinyJit capture or a graph autograd still needs: every live view of the base is rebound to the new value
     for t in [*others, self]:
@@ -993,19 +997,27 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def __rshift__(self, x): return self._bitwise(Ops.SHR, x)
   def __invert__(self): return self.bitwise_not()
   # in place, as in torch and tinygrad: the tensor (and views of it) keep their identity and see the new value
-  def __iadd__(self, x): return self.assign(self.add(x))
-  def __isub__(self, x): return self.assign(self.sub(x))
-  def __imul__(self, x): return self.assign(self.mul(x))
-  def __itruediv__(self, x): return self.assign(self.div(x))
-  def __ifloordiv__(self, x): return self.assign(self.idiv(x))
-  def __imod__(self, x): return self.assign(self.mod(x))
-  def __ipow__(self, x): return self.assign(self.pow(x))
-  def __iand__(self, x): return self.assign(self.bitwise_and(x))
-  def __ior__(self, x): return self.assign(self.bitwise_or(x))
-  def __ixor__(self, x): return self.assign(self.bitwise_xor(x))
-  def __ilshift__(self, x): return self.assign(self.lshift(x))
-  def __irshift__(self, x): return self.assign(self.rshift(x))
-  def __imatmul__(self, x): return self.assign(self.matmul(x))
+  def __iadd__(self, x): return self._inplace(self.add(x))
+  def __isub__(self, x): return self._inplace(self.sub(x))
+  def __imul__(self, x): return self._inplace(self.mul(x))
+  def __itruediv__(self, x): return self._inplace(self.div(x))
+  def __ifloordiv__(self, x): return self._inplace(self.idiv(x))
+  def __imod__(self, x): return self._inplace(self.mod(x))
+  def __ipow__(self, x): return self._inplace(self.pow(x))
+  def __iand__(self, x): return self._inplace(self.bitwise_and(x))
+  def __ior__(self, x): return self._inplace(self.bitwise_or(x))
+  def __ixor__(self, x): return self._inplace(self.bitwise_xor(x))
+  def __ilshift__(self, x): return self._inplace(self.lshift(x))
+  def __irshift__(self, x): return self._inplace(self.rshift(x))
+  def __imatmul__(self, x): return self._inplace(self.matmul(x))
+  def _inplace(self, result: Tensor) -> Tensor:
+    """torch's rules for `t op= x`: the result must fit t's dtype without changing kind (int /= 2 raises, not truncates),
+    and a leaf that requires grad is not modified in place outside no_grad."""
+    if category(result.dtype) > category(self.dtype):
+      raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output type {self.dtype} of an in-place operation")
+    if self.requires_grad and not Tensor.no_grad:
+      raise RuntimeError("a leaf tensor that requires grad cannot be modified in place; use assign(), or `with Tensor.inference_mode():`")
+    return self.assign(result)
   def __abs__(self): return self.abs()
 
   # ---------------- reductions

@@ -87,7 +87,7 @@ class _Capture:
 
   def call(self, fxn: Callable, args, kwargs, inputs: list, binds: list) -> Any:
     from fusegrad.tensor import Tensor
-    if inputs: Tensor.realize_all(*inputs)
+    Tensor.realize_all(*inputs)  # also pending assigns, so the capture (and each replay) reads their values
     sig = [(t.shape, t.dtype, t.device) for t in inputs]
     if self.cnt == 2 and self.exact_binds is not None and self.exact_binds != tuple(v for _, v in binds): self.__init__()
     if self.cnt == 0:

@@ -153,3 +153,8 @@ def test_empty_results_do_not_crash(device):
   assert (Tensor.ones(8, 8, device=device) @ Tensor.ones(8, 0, device=device)).numpy().shape == (8, 0)
   assert Tensor.ones(3, 0, device=device).sum(1).tolist() == [0.0, 0.0, 0.0]
   assert Tensor.ones(3, 0, device=device).softmax(1).shape == (3, 0) and Tensor.ones(3, 0, device=device).log_softmax(1).numpy().shape == (3, 0)
+
+def test_full_and_arange_follow_the_int_rules():
+  assert Tensor.full((2,), 2**40).tolist() == [2**40, 2**40] and Tensor.full((2,), 2**40).dtype == dtypes.int64
+  assert Tensor.arange(2**40, 2**40 + 3).tolist() == [2**40, 2**40 + 1, 2**40 + 2] and Tensor.arange(5).dtype == dtypes.int32
+  with pytest.raises(RuntimeError, match="overflow"): Tensor.full((2,), 300, dtype=dtypes.uint8)

@@ -102,3 +102,27 @@ def test_kv_cache_at_a_moving_position_in_a_jitted_step():
     out = step(Tensor([[[float(i + 1), 1.0]]]), i)
     assert out.tolist() == [[sum(range(1, i + 2)), i + 1.0]]
   assert cache.numpy()[0, :, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+def test_a_view_read_before_a_write_still_sees_it():
+  # realizing a view made it a copy, so later writes to the base did not reach it
+  x = Tensor([1.0, 2.0, 3.0]).realize()
+  v, d, row = x[1:], x.detach(), x.reshape(1, 3)[0]
+  assert v.tolist() == [2.0, 3.0] and d.tolist() == [1.0, 2.0, 3.0] and row.tolist() == [1.0, 2.0, 3.0]
+  x += 1
+  assert v.tolist() == [3.0, 4.0] and d.tolist() == [2.0, 3.0, 4.0] and row.tolist() == [2.0, 3.0, 4.0]
+
+def test_inplace_operators_follow_torchs_rules():
+  c = Tensor([1, 2])
+  with pytest.raises(RuntimeError, match="can't be cast"): c /= 2
+  with pytest.raises(RuntimeError, match="can't be cast"): c += 1.5
+  w = Tensor([1.0], requires_grad=True)
+  with pytest.raises(RuntimeError, match="requires grad"): w += 1
+  with Tensor.inference_mode(): w += 1
+  assert w.tolist() == [2.0] and c.tolist() == [1, 2]
+
+def test_jit_without_tensor_arguments_sees_a_pending_assign():
+  s = Tensor([2.0]).realize()
+  f = TinyJit(lambda: s * 3)
+  for _ in range(3): f()
+  s.assign(s * 5)
+  assert f().item() == 30.0
