@@ -37,16 +37,7 @@ def newton_schulz(g: Tensor, steps: int, params: tuple[float, ...], eps: float =
   Frobenius norm, then `steps` times replace G by sum_i params[i] * (G G^T)^i G. A tall matrix is transposed first,
   so G G^T is the smaller Gram matrix. Muon uses the quintic (3.4445, -4.7750, 2.0315), which pushes every singular
   value towards 1 in five steps."""
-  if g.ndim < 2: raise ValueError(f"newton_schulz needs a tensor of two or more dims, got shape {g.shape}")
-  if g.shape[-2] > g.shape[-1]: return newton_schulz(g.transpose(-2, -1), steps, params, eps).transpose(-2, -1)
-  G = g / (g.square().sum(axis=(-2, -1), keepdim=True).sqrt() + eps)
-  for _ in range(steps):
-    gram, term, out = G @ G.transpose(-2, -1), G, None
-    for i, p in enumerate(params):
-      if i: term = gram @ term
-      out = p * term if out is None else out + p * term
-    G = out
-  return G
+  return g.newton_schulz(steps, params, eps)
 
 class LARS(Optimizer):
   """tinygrad's LARS (layer-wise adaptive rate scaling), which is also its SGD (tcoef=0) and Muon (ns_params set).
