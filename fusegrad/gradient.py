@@ -97,7 +97,12 @@ _DERIVATIVES: weakref.WeakKeyDictionary[UOp, tuple[UOp, Callable]] = weakref.Wea
 def with_derivative(y, x, dydx: Callable):
   """y (a Tensor computed from the Tensor x) whose gradient is g * dydx(x), instead of the derivative of y's own graph.
   dydx must not hold y (the entry would keep its own key alive)."""
-  _DERIVATIVES[y.uop] = (x.uop, dydx)
+  return with_gradient(y, x, lambda g, x: g * dydx(x))
+
+def with_gradient(y, x, vjp: Callable):
+  """y (a Tensor computed from the Tensor x) whose gradient for x is vjp(g, x), g being y's gradient (for a rule that
+  must select, not multiply: where(mask, g, 0) keeps an inf g out of the unselected elements)."""
+  _DERIVATIVES[y.uop] = (x.uop, vjp)
   return y
 
 def _inv_permute(order): return tuple(sorted(range(len(order)), key=lambda i: order[i]))
@@ -151,7 +156,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   for u in reversed(order):
     if u not in grads or u in targets and not u.src or not on_path[u] or u.op is Ops.DETACH: continue
     if _DERIVATIVES and (d := _DERIVATIVES.get(u)) is not None and on_path.get(d[0], False):
-      x, sg = d[0], grads[u] * d[1](_T(d[0]))
+      x, sg = d[0], d[1](grads[u], _T(d[0]))
       grads[x] = grads[x] + sg if x in grads else sg
       continue
     if u.op not in RULES:

@@ -926,6 +926,11 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     ref = self if min_ is None else self.maximum(min_)
     ref = ref if max_ is None else ref.minimum(max_)  # the value (NaN stays NaN), in the promoted dtype and broadcast shape
     if not dtypes.is_float(ref.dtype): return ref
+    if not isinstance(min_, Tensor) and not isinstance(max_, Tensor):
+      # constant bounds: the value is max/min (one op each) and the gradient torch.clamp's, x's where lo <= x <= hi
+      from fusegrad.gradient import with_gradient
+      inside = lambda x: (x >= min_ if max_ is None else x <= max_ if min_ is None else (x >= min_) & (x <= max_))  # noqa: E731
+      return with_gradient(ref, self, lambda g, x: inside(x).where(g, 0))
     # the gradient is torch.clamp's, selected with where so an inf/NaN upstream gradient never reaches an input that was not
     # chosen: x where min_ <= x <= max_ (bounds included), max_ where x > max_ or max_ < min_, min_ where x < min_ < max_
     x, out = self.cast(ref.dtype)._broadcast_to(ref.shape), ref.detach()
