@@ -1,18 +1,32 @@
 """Device registry and buffers."""
 from __future__ import annotations
-import importlib, os
+import functools, importlib, os, pkgutil
 from typing import Any
 from fusegrad.dtype import ALL_DTYPES, DType
 from fusegrad.helpers import DEBUG, DEV, GlobalCounters, Target
 
-KNOWN_DEVICES = ("CPU", "PYTHON", "NULL", "DISK")
+@functools.cache
+def device_names() -> tuple[str, ...]:
+  """Every device there is a runtime for: the module fusegrad/runtime/ops_<name>.py is device NAME (found, not listed)."""
+  import fusegrad.runtime
+  return tuple(sorted(m.name[len("ops_"):].upper() for m in pkgutil.iter_modules(fusegrad.runtime.__path__) if m.name.startswith("ops_")))
+
+def _runtime(base: str):
+  return importlib.import_module(f"fusegrad.runtime.ops_{base.lower()}")
+
+def unavailable_reason(device: str) -> str | None:
+  """Why `device` cannot run kernels here (a missing compiler or driver), or None. A runtime module says so with its
+  own `unavailable()`; one that cannot even be imported is unavailable for that reason."""
+  try: mod = _runtime(canonicalize(device).split(":")[0])
+  except ImportError as e: return f"{device}: its runtime failed to import ({e})"
+  return mod.unavailable() if hasattr(mod, "unavailable") else None
 
 def canonicalize(device: str | None) -> str:
   if device is None: return Device.DEFAULT
   base, _, rest = str(device).partition(":")
   base = base.upper()
   if base == "CLANG": base = "CPU"
-  if base not in KNOWN_DEVICES: raise ValueError(f"unknown device {device!r}; available: {', '.join(KNOWN_DEVICES)}")
+  if base not in device_names(): raise ValueError(f"unknown device {device!r}; available: {', '.join(device_names())}")
   if base == "DISK": return f"DISK:{rest}"
   return base if rest in ("", "0") else f"{base}:{rest}"
 
@@ -32,9 +46,7 @@ class _Device:
   def __getitem__(self, name: str):
     name = canonicalize(name)
     if name not in self._opened:
-      base = name.split(":")[0].lower()
-      mod = importlib.import_module(f"fusegrad.runtime.ops_{base}")
-      dev = self._opened[name] = mod.open_device(name)
+      dev = self._opened[name] = _runtime(name.split(":")[0]).open_device(name)
       # tinygrad programs read Device[d].device and Device[d].renderer; fill them in where a runtime has none
       if not hasattr(dev, "device"): dev.device = name
       if getattr(dev, "renderer", None) is None: dev.renderer = Renderer(name)
@@ -57,7 +69,12 @@ class _Device:
     DEV.value = Target(canonicalize(v), DEV.value.renderer)
   @property
   def renderer_override(self) -> str | None: return DEV.renderer or None
-  def get_available_devices(self) -> list[str]: return [d for d in KNOWN_DEVICES if d != "DISK"]
+  def get_available_devices(self) -> list[str]:
+    """The devices that can run kernels here (DISK, which maps files, is not one)."""
+    return [d for d in device_names() if d != "DISK" and unavailable_reason(d) is None]
+  def status(self) -> dict[str, str]:
+    """Each device, "ok" or the reason it cannot run here (`python -c "from fusegrad import Device; print(Device.status())"`)."""
+    return {d: unavailable_reason(d) or "ok" for d in device_names() if d != "DISK"}
 
 Device = _Device()
 

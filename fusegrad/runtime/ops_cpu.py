@@ -210,3 +210,9 @@ class CPUDevice:
   def synchronize(self): pass
 
 def open_device(name: str) -> CPUDevice: return CPUDevice(name)
+
+def unavailable() -> str | None:
+  """Kernels need a C compiler; without one the device still holds data, and compiling raises this same reason."""
+  try: find_compiler()
+  except RuntimeError as e: return str(e)
+  return None
