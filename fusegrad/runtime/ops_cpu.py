@@ -84,24 +84,45 @@ def vector_math(cc: str) -> bool:
     proc = subprocess.run([cc, *CFLAGS, "-x", "c", "-", "-o", os.path.join(d, "probe.so"), "-lmvec", "-lm"], input=probe.encode(), capture_output=True)
   return proc.returncode == 0
 
+# CPU_ISA compiles for a narrower x86 ISA than the host's (gcc's -march levels), so the AVX2 or SSE code path can be
+# measured and tested on an AVX-512 machine: name -> (-march value, float32 lanes, the /proc/cpuinfo flag it needs)
+CPU_ISAS = {"avx512": ("x86-64-v4", 16, "avx512f"), "avx2": ("x86-64-v3", 8, "avx2"), "sse": ("x86-64-v2", 4, "sse4_2")}
+
+def _cpu_flags() -> str:
+  try: return open("/proc/cpuinfo").read()
+  except OSError: return ""
+
 @functools.cache
+def target_isa() -> tuple[str, int]:
+  """(-march value, float32 lanes of a vector register) for the kernels: the host's own, or CPU_ISA's."""
+  isa = os.getenv("CPU_ISA", "native").lower()
+  if isa == "native":
+    flags = _cpu_flags()
+    return "native", 16 if " avx512f" in flags else 8 if " avx2" in flags else 4  # 4: every 64-bit CPU has SSE2 or NEON
+  if isa not in CPU_ISAS: raise RuntimeError(f"CPU_ISA={isa} is not one of native, {', '.join(CPU_ISAS)}")
+  march, lanes, needs = CPU_ISAS[isa]
+  if platform.machine() not in ("x86_64", "AMD64") or f" {needs}" not in _cpu_flags():
+    raise RuntimeError(f"CPU_ISA={isa} needs an x86-64 CPU with {needs}; this one does not have it (kernels would crash): unset CPU_ISA")
+  return march, lanes
+
 def simd_width() -> int:
-  """float32 lanes of this CPU's widest vector registers (the kernels are compiled with -march=native)."""
-  try: flags = open("/proc/cpuinfo").read()
-  except OSError: return 4  # every 64-bit CPU has 128-bit vectors (SSE2, NEON)
-  return 16 if " avx512f" in flags else 8 if " avx2" in flags else 4
+  """float32 lanes of the target's widest vector registers."""
+  return target_isa()[1]
 
 @functools.cache
 def is_clang(cc: str) -> bool:
   proc = subprocess.run([cc, "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True)
   return "__clang__" in proc.stdout
 
+def compiler_flags(cc: str) -> tuple[str, ...]: return _compiler_flags(cc, target_isa())
+
 @functools.cache
-def compiler_flags(cc: str) -> tuple[str, ...]:
+def _compiler_flags(cc: str, isa: tuple[str, int]) -> tuple[str, ...]:
   """CFLAGS plus workarounds for known compiler bugs, checked once per process against the patterns they broke."""
   # gcc 12's loop vectorizer miscompiles a sum of reversed loads gathered into a vector initializer
   # (flip(0).sum() of arange(10) gave 53); our kernels are explicit SIMD, so the auto-vectorizer adds little
-  flags = (*CFLAGS, *([] if is_clang(cc) else ["-fno-tree-loop-vectorize"]))
+  march = f"-march={isa[0]}"
+  flags = (*(march if f == "-march=native" else f for f in CFLAGS), *([] if is_clang(cc) else ["-fno-tree-loop-vectorize"]))
   check_compiler(cc, flags)
   return flags
 
