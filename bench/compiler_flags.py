@@ -3,8 +3,7 @@ vectorizer miscompiled reversed loads) against the same kernels without it, inte
 
 usage: python bench/compiler_flags.py      (a ratio above 1 means the workaround is faster; noise is about +-15% on 2 cores)"""
 import statistics
-import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
-from common import env_info, Row, print_table
+from common import env_info, Row, print_table  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Tensor, GlobalCounters
 from fusegrad.engine import realize

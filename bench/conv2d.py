@@ -4,8 +4,7 @@ Rows: ms per call (wall clock, inputs already realized; fusegrad includes buildi
 kernel cache) and GFLOP/s (fusegrad from kernel time, GlobalCounters.time_sum_s; PyTorch from wall time).
 
 usage: python bench/conv2d.py"""
-import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
-from common import Row, fg_times, best_wall, check_close, get_torch, run_standalone
+from common import Row, fg_times, best_wall, check_close, get_torch, run_standalone  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Tensor
 
@@ -17,7 +16,7 @@ def rows(reps: int = 5) -> list[Row]:
   w = (rng.standard_normal((COUT, CIN, K, K), dtype=np.float32) / (CIN * K * K) ** 0.5).astype(np.float32)
   flops = 2 * N * COUT * H * W * CIN * K * K
   tx, tw = Tensor(x).realize(), Tensor(w).realize()
-  fg = lambda: tx.conv2d(tw, padding=1).realize()
+  def fg(): return tx.conv2d(tw, padding=1).realize()
   fg_wall, fg_kern, _ = fg_times(fg, reps, warmup=1)
   torch = get_torch()
   ref_s = None

@@ -2,8 +2,7 @@
 
 usage: python bench/matmul.py [sizes...]   (default 512 1024 2048)"""
 import sys
-import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
-from common import Row, fg_times, best_wall, check_close, run_standalone
+from common import Row, fg_times, best_wall, check_close, run_standalone  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Tensor
 

@@ -14,7 +14,7 @@ from fusegrad.nn import optim
 from fusegrad.nn.state import get_parameters
 
 sys.path.insert(0, os.path.join(common.ROOT, "examples"))
-from beautiful_mnist import Model  # noqa: E402
+from beautiful_mnist import Model
 
 BS, LR, NBATCH, CHECK_STEPS = 256, 1e-3, 4, 4
 

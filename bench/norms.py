@@ -6,8 +6,7 @@ bandwidth). GB/s = the minimum bytes moved (read the input once, write the outpu
 is kernel time (GlobalCounters.time_sum_s), the references' wall time.
 
 usage: python bench/norms.py"""
-import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
-from common import Row, fg_times, best_wall, check_close, get_torch, run_standalone
+from common import Row, fg_times, best_wall, check_close, get_torch, run_standalone  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Tensor
 
@@ -22,7 +21,7 @@ def rows(reps: int = 10) -> list[Row]:
   rng = np.random.default_rng(0)
   x = rng.standard_normal(SHAPE, dtype=np.float32)
   nbytes = 2 * x.nbytes  # read + write, 4 bytes each
-  gbs = lambda s: nbytes / s * 1e-9 if s else None
+  def gbs(s): return nbytes / s * 1e-9 if s else None
   dst = np.empty_like(x)
   copy_s = best_wall(lambda: np.copyto(dst, x), reps * 2, warmup=2)
   tx = Tensor(x).realize()

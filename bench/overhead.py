@@ -6,8 +6,7 @@ call and us per kernel launched (GlobalCounters.kernel_count for fusegrad, 100 f
 
 usage: python bench/overhead.py"""
 import time
-import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
-from common import Row, check_close, get_torch, run_standalone, PROBLEMS
+from common import Row, check_close, get_torch, run_standalone, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Tensor, TinyJit, GlobalCounters
 
@@ -40,9 +39,9 @@ def kernels_per_call(fn) -> int:
 def rows(calls: int = 20) -> list[Row]:
   xn = np.linspace(-2, 2, SIZE, dtype=np.float32)
   x = Tensor(xn).realize()
-  eager = lambda: graph(x).realize()
+  def eager(): return graph(x).realize()
   jit = TinyJit(lambda t: graph(t).realize())
-  jcall = lambda: jit(x)
+  def jcall(): return jit(x)
   want = graph_np(xn.astype(np.float64))
   check_close("overhead graph (eager)", eager().numpy(), want, rtol=1e-4, atol=1e-5)
   for _ in range(3): jcall()
@@ -55,7 +54,7 @@ def rows(calls: int = 20) -> list[Row]:
   if torch is not None:
     px = torch.from_numpy(xn)
     with torch.no_grad(): t_s = per_call(lambda: graph(px), calls * 5)
-  us = lambda s: s * 1e6 if s else None
+  def us(s): return s * 1e6 if s else None
   return [Row(f"overhead {N_OPS}-op graph eager ({e_k} kernel{'s' * (e_k != 1)})", us(e_s), us(t_s), "us/call", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph eager per kernel", us(e_s / max(e_k, 1)), us(t_s / N_OPS) if t_s else None, "us/kernel", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph TinyJit ({j_k} kernel{'s' * (j_k != 1)})", us(j_s), us(t_s), "us/call", False, "PyTorch"),

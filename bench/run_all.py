@@ -3,8 +3,7 @@
 usage: python bench/run_all.py [name ...]   (names: matmul conv2d norms mnist_step overhead; default all)
 Each script also runs alone: python bench/<name>.py"""
 import sys, time, traceback
-import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
-from common import print_table, print_problems, env_info, PROBLEMS
+from common import print_table, print_problems, env_info, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import matmul, conv2d, norms, mnist_step, overhead
 
 SUITE = {"matmul": matmul, "conv2d": conv2d, "norms": norms, "mnist_step": mnist_step, "overhead": overhead}

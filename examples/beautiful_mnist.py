@@ -4,7 +4,7 @@
   python examples/beautiful_mnist.py --data ../shared/data/mnist-10k  # MNIST digits from an IDX directory
 """
 import argparse, math, time
-from fusegrad import Tensor, TinyJit, nn, GlobalCounters
+from fusegrad import Tensor, TinyJit, nn
 from fusegrad.nn import optim
 from fusegrad.nn.state import get_parameters
 from fusegrad.nn.datasets import fashion_mnist, mnist

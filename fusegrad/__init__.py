@@ -9,6 +9,6 @@ from fusegrad.uop.ops import Variable
 
 from fusegrad import function as _function_module  # noqa: F401  (loaded first: importing it later would shadow the decorator)
 from fusegrad.engine.jit import TinyJit, function
-from fusegrad import nn  # noqa: E402
+from fusegrad import nn
 
 __all__ = ["Tensor", "dtypes", "Device", "Context", "GlobalCounters", "Variable", "TinyJit", "function", "nn", "fetch", "getenv", "UOp"]

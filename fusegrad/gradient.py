@@ -5,11 +5,8 @@ from __future__ import annotations
 import itertools, math, weakref
 from typing import Callable
 from fusegrad.dtype import dtypes
+from fusegrad.helpers import _T
 from fusegrad.uop.ops import Ops, UOp
-
-def _T(u: UOp):
-  from fusegrad.tensor import Tensor
-  return Tensor(u)
 
 def _unbroadcast_expand(g, src: UOp):
   """EXPAND backward: sum over the dims the expand made larger."""
@@ -23,9 +20,9 @@ def _max_hits(x, out):
 
 def _reduce_grad(g, u: UOp):
   op, axes = u.arg
-  x = _T(u.src[0])
+  x = _T()(u.src[0])
   if op is Ops.ADD: return (g.expand(x.shape),)
-  out = _T(u)
+  out = _T()(u)
   if op is Ops.MAX:
     # torch.max()'s rule: ties split the gradient evenly, a NaN max sends it to the NaN inputs. Select with where, never
     # multiply by a 0/1 mask: an inf or NaN upstream gradient must not reach the inputs that were not chosen (0 * inf = NaN)
@@ -34,7 +31,7 @@ def _reduce_grad(g, u: UOp):
       # the second pass of a max in two passes (Tensor._reduce_in_groups): weight each partial max by its number of tied
       # inputs, so that ties split evenly over the original elements, not per group
       inner = s.src[0]
-      w = hit.where(_max_hits(_T(inner.src[0]), _T(inner)).cast(g.dtype).sum(inner.arg[1], keepdim=True, dtype=g.dtype), 0)
+      w = hit.where(_max_hits(_T()(inner.src[0]), _T()(inner)).cast(g.dtype).sum(inner.arg[1], keepdim=True, dtype=g.dtype), 0)
       return (hit.where((g / w.sum(axes, keepdim=True, dtype=g.dtype)).expand(x.shape) * w, 0),)
     return (hit.where((g / hit.cast(g.dtype).sum(axes, keepdim=True, dtype=g.dtype)).expand(x.shape), 0),)
   if op is Ops.MUL:
@@ -48,13 +45,13 @@ def _reduce_grad(g, u: UOp):
   raise NotImplementedError(f"no gradient for reduce {op}")
 
 def _pow_grad(g, u: UOp):
-  a, b, out = _T(u.src[0]), _T(u.src[1]), _T(u)
+  a, b, out = _T()(u.src[0]), _T()(u.src[1]), _T()(u)
   ga = g * (b == 0).where(0, b * a.pow(b - 1))  # d(a**0)/da is 0, also at a == 0 where a**-1 is inf
   gb = g * ((a == 0) & (b >= 0)).where(0, out * a.log())
   return ga, gb
 
 def _max_grad(g, u: UOp):
-  a, b = _T(u.src[0]), _T(u.src[1])
+  a, b = _T()(u.src[0]), _T()(u.src[1])
   # torch.maximum's rule: ties split the gradient 0.5/0.5, a NaN input passes it to both. Selected with where, never by
   # multiplying with a 0/1 mask, so an inf/NaN upstream gradient does not leak into the input that was not chosen
   share = (a == b).where(g * 0.5, g)
@@ -62,8 +59,8 @@ def _max_grad(g, u: UOp):
 
 def _gather_grad(g, u: UOp):
   # scatter-add: every output position sends its gradient to the source element it read
-  from fusegrad.tensor import Tensor
-  dim, x, index = u.arg, u.src[0], _T(u.src[1])
+  Tensor = _T()
+  dim, x, index = u.arg, u.src[0], _T()(u.src[1])
   n = x.shape[dim]
   hit = index.unsqueeze(-1) == Tensor.arange(n, device=index.device)          # (*index.shape, n)
   contrib = (hit.cast(g.dtype) * g.unsqueeze(-1)).transpose(dim, -1)          # n moves to `dim`, index's dim to the end
@@ -110,26 +107,26 @@ def _inv_permute(order): return tuple(sorted(range(len(order)), key=lambda i: or
 RULES: dict[Ops, Callable] = {
   Ops.ADD: lambda g, u: (g, g),
   Ops.SUB: lambda g, u: (g, -g),
-  Ops.MUL: lambda g, u: (g * _T(u.src[1]), g * _T(u.src[0])),
-  Ops.FDIV: lambda g, u: (g / _T(u.src[1]), -g * _T(u) / _T(u.src[1])),
+  Ops.MUL: lambda g, u: (g * _T()(u.src[1]), g * _T()(u.src[0])),
+  Ops.FDIV: lambda g, u: (g / _T()(u.src[1]), -g * _T()(u) / _T()(u.src[1])),
   Ops.NEG: lambda g, u: (-g,),
-  Ops.EXP: lambda g, u: (g * _T(u),),
-  Ops.EXP2: lambda g, u: (g * _T(u) * math.log(2),),
-  Ops.LOG: lambda g, u: (g / _T(u.src[0]),),
-  Ops.LOG2: lambda g, u: (g / (_T(u.src[0]) * math.log(2)),),
-  Ops.SIN: lambda g, u: (g * _T(u.src[0]).cos(),),
-  Ops.COS: lambda g, u: (-g * _T(u.src[0]).sin(),),
-  Ops.TAN: lambda g, u: (g * (1 + _T(u) * _T(u)),),
-  Ops.SQRT: lambda g, u: (g / (2 * _T(u)),),
-  Ops.RECIP: lambda g, u: (-g * _T(u) * _T(u),),
-  Ops.TANH: lambda g, u: (g * (1 - _T(u) * _T(u)),),
-  Ops.ERF: lambda g, u: (g * (2 / math.sqrt(math.pi)) * (-_T(u.src[0]).square()).exp(),),
-  Ops.ABS: lambda g, u: (g * _T(u.src[0]).sign(),),
+  Ops.EXP: lambda g, u: (g * _T()(u),),
+  Ops.EXP2: lambda g, u: (g * _T()(u) * math.log(2),),
+  Ops.LOG: lambda g, u: (g / _T()(u.src[0]),),
+  Ops.LOG2: lambda g, u: (g / (_T()(u.src[0]) * math.log(2)),),
+  Ops.SIN: lambda g, u: (g * _T()(u.src[0]).cos(),),
+  Ops.COS: lambda g, u: (-g * _T()(u.src[0]).sin(),),
+  Ops.TAN: lambda g, u: (g * (1 + _T()(u) * _T()(u)),),
+  Ops.SQRT: lambda g, u: (g / (2 * _T()(u)),),
+  Ops.RECIP: lambda g, u: (-g * _T()(u) * _T()(u),),
+  Ops.TANH: lambda g, u: (g * (1 - _T()(u) * _T()(u)),),
+  Ops.ERF: lambda g, u: (g * (2 / math.sqrt(math.pi)) * (-_T()(u.src[0]).square()).exp(),),
+  Ops.ABS: lambda g, u: (g * _T()(u.src[0]).sign(),),
   Ops.TRUNC: lambda g, u: (g * 0,), Ops.FLOOR: lambda g, u: (g * 0,), Ops.CEIL: lambda g, u: (g * 0,), Ops.RINT: lambda g, u: (g * 0,),
   Ops.MAX: _max_grad,
   Ops.POW: _pow_grad,
-  Ops.WHERE: lambda g, u: (None, _T(u.src[0]).where(g, 0), _T(u.src[0]).where(0, g)),
-  Ops.SIGMOID: lambda g, u: (g * _T(u) * (1 - _T(u)),),
+  Ops.WHERE: lambda g, u: (None, _T()(u.src[0]).where(g, 0), _T()(u.src[0]).where(0, g)),
+  Ops.SIGMOID: lambda g, u: (g * _T()(u) * (1 - _T()(u)),),
   Ops.CAST: lambda g, u: (g.cast(u.src[0].dtype) if dtypes.is_float(u.src[0].dtype) else None,),
   # comparisons and bit ops are piecewise constant: no gradient flows through them
   **{op: (lambda g, u: (None,) * len(u.src)) for op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
@@ -152,11 +149,11 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   order = root.toposort()
   on_path: dict[UOp, bool] = {}
   for u in order: on_path[u] = u in targets or (u.op is not Ops.DETACH and any(on_path[s] for s in u.src))
-  grads = {root: _T(root_grad)}
+  grads = {root: _T()(root_grad)}
   for u in reversed(order):
     if u not in grads or u in targets and not u.src or not on_path[u] or u.op is Ops.DETACH: continue
     if _DERIVATIVES and (d := _DERIVATIVES.get(u)) is not None and on_path.get(d[0], False):
-      x, sg = d[0], d[1](grads[u], _T(d[0]))
+      x, sg = d[0], d[1](grads[u], _T()(d[0]))
       grads[x] = grads[x] + sg if x in grads else sg
       continue
     if u.op not in RULES:

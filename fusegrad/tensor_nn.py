@@ -5,14 +5,10 @@ Everything here is built from the core lazy ops (movement, elementwise, reduce),
 from __future__ import annotations
 import math, struct
 from typing import TYPE_CHECKING, Any, Sequence
-from fusegrad.helpers import TensorError, flatten, prod
+from fusegrad.helpers import TensorError, _T, flatten, prod
 
 if TYPE_CHECKING:
   from fusegrad.tensor import Tensor
-
-def _T():
-  from fusegrad.tensor import Tensor
-  return Tensor
 
 def _tup(x: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
   t = (x,) * n if isinstance(x, int) else tuple(x)

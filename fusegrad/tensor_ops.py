@@ -12,14 +12,10 @@ import collections, math, string
 from typing import TYPE_CHECKING, Any, Sequence
 from fusegrad.dtype import DType, dtypes, to_dtype
 from fusegrad.gradient import with_derivative
-from fusegrad.helpers import TensorError, flatten, prod
+from fusegrad.helpers import TensorError, _T, flatten, prod
 
 if TYPE_CHECKING:
   from fusegrad.tensor import Tensor
-
-def _T():
-  from fusegrad.tensor import Tensor
-  return Tensor
 
 def _norm(axis: int, ndim: int, name: str = "dim") -> int:
   from fusegrad.tensor import _norm_axis

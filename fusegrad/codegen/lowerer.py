@@ -112,15 +112,15 @@ class Lowerer:
       return cond.where(inner, UOp.const(u.dtype, 0))
     if u.op is Ops.REDUCE_AXIS:
       op, axes = u.arg
+      # an empty reduce is its identity: lowering its body would fold the size-0 range to 0 and read element 0
+      if any(u.src[0].shape[a] == 0 for a in axes): return UOp.const(u.dtype, reduce_identity(op, u.dtype))
       new_idx = list(idx)
       rngs = []
       for a in axes:
         new_idx[a] = self.new_range(u.src[0].shape[a])
         if new_idx[a].op is Ops.RANGE: rngs.append(new_idx[a])
       inner = self.lower(u.src[0], tuple(new_idx), valid)
-      if not rngs:
-        if u.src[0].size == 0: return UOp.const(u.dtype, reduce_identity(op, u.dtype))
-        return inner
+      if not rngs: return inner
       return UOp(Ops.REDUCE, u.dtype, (inner, *rngs), op)
     if u.op in (Ops.CONTIGUOUS, Ops.DETACH): return self.lower(u.src[0], idx, valid)
     if u.op is Ops.GATHER:

@@ -212,4 +212,4 @@ __all__ = ["Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTrans
            "LayerNorm", "LayerNorm2d", "GroupNorm", "InstanceNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm", "Embedding",
            "LSTMCell"]
 
-from fusegrad.nn import optim, state  # noqa: E402  (tinygrad exposes these as attributes of nn)
+from fusegrad.nn import optim, state  # noqa: E402, F401  (tinygrad exposes these as attributes of nn)

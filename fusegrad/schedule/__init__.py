@@ -61,7 +61,7 @@ class _Walk:
     # seen and skipped when popped, which gives toposort's order without a filtering generator per node
     stack: list = [sink]
     order, binds, ok, pop, push = self.order, self.binds, True, stack.pop, stack.append
-    BUFFER, BIND, CONST, COPY, ASSIGN = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY, Ops.ASSIGN
+    BUFFER, BIND, CONST, COPY = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY
     while stack:
       u = pop()
       if u is not None:
@@ -85,7 +85,7 @@ class _Walk:
       if not ok: continue
       op = u.op
       # a device transfer is rare in a step and has its own item kind: not worth keying
-      if op is COPY or op is ASSIGN: ok = False; continue
+      if op is COPY: ok = False; continue
       if op is BIND:
         binds.setdefault(u, len(binds))
         ent: tuple = (op._value_, u.dtype, refs[u.src[0]])

@@ -8,7 +8,7 @@ from fusegrad.helpers import WeakValueCache, cached_property, prod
 
 class Ops(Enum):
   # tensor level: where data lives and how it is viewed
-  DEVICE = auto(); BUFFER = auto(); CONST = auto(); IOTA = auto(); COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); ASSIGN = auto(); BIND = auto(); GATHER = auto(); WINDOW = auto()
+  DEVICE = auto(); BUFFER = auto(); CONST = auto(); IOTA = auto(); COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); BIND = auto(); GATHER = auto(); WINDOW = auto()
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()
   REDUCE_AXIS = auto(); SINK = auto()
   # values

@@ -3,7 +3,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 from fusegrad.dtype import DType
-from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.ops import GroupOp, Ops, UOp
 
 class UPat:
   """Matches a UOp by op, dtype, arg and sources; `name` captures the matched node for the rewrite function.
@@ -26,7 +26,7 @@ class UPat:
   def __repr__(self) -> str: return f"UPat({self.op}, {self.dtype}, name={self.name})"
 
   # operator sugar so rules read like the math they rewrite
-  def _bin(self, op: Ops, x: UPat) -> UPat: return UPat(op, src=[self, x] if op in _COMMUTATIVE else (self, x))
+  def _bin(self, op: Ops, x: UPat) -> UPat: return UPat(op, src=[self, x] if op in GroupOp.Commutative else (self, x))
   def __add__(self, x): return self._bin(Ops.ADD, x)
   def __mul__(self, x): return self._bin(Ops.MUL, x)
   def __floordiv__(self, x): return self._bin(Ops.IDIV, x)
@@ -49,8 +49,6 @@ class UPat:
         if not stores: break
       out.extend(stores)
     return out
-
-_COMMUTATIVE = {Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR}
 
 class PatternMatcher:
   """An ordered list of (UPat, fn). `rewrite` returns the first fn result that is not None."""

@@ -13,7 +13,7 @@ from fusegrad.uop.ops import GroupOp, Ops, UOp
 REDUCE_OPS = (Ops.ADD, Ops.MUL, Ops.MAX)
 
 # ops that only exist in one of the two graph levels
-TENSOR_ONLY = {Ops.DEVICE, Ops.BUFFER, Ops.COPY, Ops.ASSIGN, Ops.BIND}
+TENSOR_ONLY = {Ops.DEVICE, Ops.BUFFER, Ops.COPY, Ops.BIND}
 KERNEL_ONLY = {Ops.DEFINE_GLOBAL, Ops.STORE}
 LOWERED = {Ops.RANGE, Ops.REDUCE, Ops.LOAD, Ops.DEFINE_ACC, Ops.ACC_UPDATE, Ops.ENDRANGE, Ops.STAGE}
 
@@ -183,11 +183,7 @@ def verify_tensor_graph(sink: UOp) -> None:
       if len(u.src) != 2 or u.src[0].op is not Ops.DEFINE_VAR or u.src[1].op is not Ops.CONST: _err(u, "needs (DEFINE_VAR, CONST) sources")
       var, val = u.src
       if not var.arg[1] <= val.arg <= var.arg[2]: _err(u, f"value {val.arg} is outside the bounds [{var.arg[1]}, {var.arg[2]}] of {var.arg[0]}")
-      if u.dtype != var.dtype or val.dtype != var.dtype: _err(u, f"variable, value and bind need one dtype")
-      return
-    if op is Ops.ASSIGN:
-      if len(u.src) != 2 or _shape_of(u.src[0]) != _shape_of(u.src[1]) or u.src[0].dtype != u.src[1].dtype:
-        _err(u, "needs a target and a value of the same shape and dtype")
+      if u.dtype != var.dtype or val.dtype != var.dtype: _err(u, "variable, value and bind need one dtype")
       return
     srcs = u.src if op is not Ops.IOTA else ()
     if op is not Ops.CONST and any(s.op is Ops.DEVICE for s in srcs): _err(u, "only CONST, IOTA, BUFFER and COPY take a DEVICE source")

@@ -6,7 +6,7 @@ from fusegrad import Tensor
 from fusegrad.nn.state import get_state_dict, load_state_dict, safe_load, safe_save, torch_load
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-from beautiful_mnist import Model  # noqa: E402
+from beautiful_mnist import Model
 
 def torch_model() -> torch.nn.Sequential:
   return torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(), torch.nn.MaxPool2d(2),

@@ -1,6 +1,5 @@
 """Type promotion against torch.result_type: tensor-tensor pairs, weak Python scalars, and the ops that promote."""
 import itertools
-import numpy as np
 import pytest
 import torch
 from fusegrad import Tensor, dtypes

@@ -211,7 +211,7 @@ def test_vector_loop_with_strided_and_broadcast_loads():
   # the vector axis j walks z with step 1, y with step 3 (a gather) and broadcasts x
   rng = np.random.default_rng(1)
   x, y, z = (rng.standard_normal(s, dtype=np.float32) for s in ((32, 48), (48, 64, 3), (48, 64)))
-  fn = lambda x, y, z: (x.reshape(32, 48, 1) * y[:, :, 1].reshape(1, 48, 64) + z.reshape(1, 48, 64)).sum(1)
+  def fn(x, y, z): return (x.reshape(32, 48, 1) * y[:, :, 1].reshape(1, 48, 64) + z.reshape(1, 48, 64)).sum(1)
   assert "+3]" in _kernel_src(fn(*(Tensor(t) for t in (x, y, z))))
   opt, ref = run_both(fn, x, y, z)
   np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
@@ -278,7 +278,7 @@ def test_vector_loop_gathers_a_divided_index(n):
   # out[:, j] = x[:, j] * y[:, j // 2]: the second load's index is no constant step per lane, so it is gathered
   rng = np.random.default_rng(2)
   x, y = rng.standard_normal((5, n), dtype=np.float32), rng.standard_normal((5, n // 2), dtype=np.float32)
-  fn = lambda a, b: a * b.reshape(5, n // 2, 1).expand(5, n // 2, 2).reshape(5, n)
+  def fn(a, b): return a * b.reshape(5, n // 2, 1).expand(5, n // 2, 2).reshape(5, n)
   src = _all_srcs(fn(Tensor(x), Tensor(y)))
   assert "f32x" in src and "/2" in src.replace(" ", "").replace("(2ll)", "2")
   opt, ref = run_both(fn, x, y)
@@ -299,7 +299,7 @@ def test_recomputed_values_round_alike_across_kernels():
   np.testing.assert_allclose(opt, ref, rtol=1e-6, atol=1e-6)
 
 def test_contiguous_loops_merge_and_gated_ones_do_not():
-  from fusegrad.codegen.opt import merge_loops, output_ranges
+  from fusegrad.codegen.opt import output_ranges
   from fusegrad.codegen.search import lower_and_simplify
   from fusegrad.schedule import create_schedule
   rng = np.random.default_rng(6)

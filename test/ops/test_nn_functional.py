@@ -212,7 +212,7 @@ def test_layernorm(shape, axis):
 
 def test_batchnorm_functional():
   def tf(x, w, b, m, v):
-    r = lambda t: t.reshape(1, -1, 1, 1)
+    def r(t): return t.reshape(1, -1, 1, 1)
     return (x - r(m)) / torch.sqrt(r(v.abs() + 0.1) + 1e-5) * r(w) + r(b)
   def ff(x, w, b, m, v): return x.batchnorm(w, b, m, (v.abs() + 0.1 + 1e-5).rsqrt())
   helper_test_op([(2, 4, 3, 3), (4,), (4,), (4,), (4,)], tf, ff, atol=1e-5)

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from fusegrad import Tensor, dtypes, Device
-from .helpers import helper_test_op, FG2TORCH, TORCH2FG, FG2NP
+from .helpers import helper_test_op, FG2TORCH, FG2NP
 
 f16, bf16, f32, f64 = dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64
 i8, u8, i16, i32, i64 = dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64

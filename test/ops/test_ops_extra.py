@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from fusegrad import Tensor, dtypes
-from .helpers import helper_test_op, FG2TORCH, TORCH2FG
+from .helpers import helper_test_op
 
 f16, bf16, f32, f64 = dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64
 i8, u8, i16, i32, i64, b = dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.bool

@@ -1,6 +1,6 @@
 """Fusion decisions, checked by counting kernels (GlobalCounters), not by timing."""
 import numpy as np
-from fusegrad import Tensor, GlobalCounters, dtypes
+from fusegrad import Tensor, GlobalCounters
 from fusegrad.schedule import create_schedule
 from fusegrad.codegen.lowerer import lower_kernel
 from fusegrad.codegen.linearize import linearize

@@ -4,7 +4,7 @@ from fusegrad.schedule import create_schedule
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.spec import verify_kernel, verify_tensor_graph
 
-F, I, B = dtypes.float32, dtypes.int32, dtypes.bool
+F, I, B = dtypes.float32, dtypes.int32, dtypes.bool  # noqa: E741  (I is int32, beside F and B)
 DEV = UOp(Ops.DEVICE, arg="PYTHON")
 def sink(*u): return UOp(Ops.SINK, dtypes.void, tuple(u))
 def buf(n: int, dt=F, i: int = 10**9): return UOp(Ops.BUFFER, dt, (DEV,), (i, n))
@@ -212,7 +212,6 @@ class TestMalformedKernel:
     bad_kernel(kernel(UOp(Ops.REDUCE_AXIS, F, (g,), (Ops.MAX, (0, 5)))), r"REDUCE_AXIS.*out of range")
 
   def test_kernel_const_has_no_device(self):
-    c = UOp(Ops.CONST, F, (), 1.0)
     verify_kernel(kernel(kconst(1.0)))
     bad_kernel(kernel(tconst(1.0)), r"DEVICE.*tensor-level")
     bad_tensor(UOp(Ops.EXPAND, F, (UOp(Ops.RESHAPE, F, (UOp(Ops.CONST, F, (buf(1),), 1.0),), (1,)),), (4,)), r"CONST.*DEVICE")

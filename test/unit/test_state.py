@@ -1,7 +1,7 @@
 """nn.state: state dicts, safetensors, PyTorch checkpoints (zip + legacy) and the DISK device.
 
 Kernels run only on the PYTHON device here, so no C compiler is needed; loading itself only copies bytes."""
-import argparse, collections, json, os, pickle, struct, sys
+import argparse, collections, json, os, pickle, struct
 import numpy as np
 import pytest
 from fusegrad import Tensor, dtypes

@@ -1,10 +1,9 @@
-import math
 from hypothesis import given, settings, strategies as st, HealthCheck
 from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.symbolic import simplify
 
-I = dtypes.int32
+I = dtypes.int32  # noqa: E741  (the int32 dtype)
 def c(v, dt=I): return UOp.const(dt, v)
 def rng(n: int, i: int = 0) -> UOp: return UOp(Ops.RANGE, I, (c(n),), i)
 def var(name: str, lo: int, hi: int) -> UOp: return UOp(Ops.DEFINE_VAR, I, (), (name, lo, hi))
