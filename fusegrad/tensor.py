@@ -5,10 +5,10 @@ from typing import Any, Callable, Sequence, cast  # noqa: F401  (tinygrad progra
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
 from fusegrad.device import Buffer, BufferView, canonicalize
 from fusegrad.helpers import TensorError, WeakValueCache, argsort, flatten, prod, TRAINING
-from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key
+from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key  # noqa: F401  (Variable: tinygrad programs import it from here)
 from fusegrad import schedule as sched
 from fusegrad.engine.realize import run_schedule
-from fusegrad.engine import realize as _realize
+from fusegrad.engine import realize as _realize, rng
 from fusegrad.tensor_nn import NNMixin
 from fusegrad.tensor_ops import OpsMixin
 
@@ -135,8 +135,6 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   train = staticmethod(lambda mode=True: _TrainMode(mode))
   test = staticmethod(lambda: _TrainMode(False))
   inference_mode = staticmethod(lambda mode=True: _NoGrad(mode))
-  _seed: int = 0
-  _rng_counter: int = 0
   __array_priority__ = 1000  # numpy defers to our reflected operators
 
   def __init__(self, data: Any = None, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
@@ -307,7 +305,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
         sched.realized[old] = views[old]
         # a view of a buffer stays a view (later writes to the buffer drop the cached copy), as torch's views alias;
         # not in a TinyJit capture, whose replays write the copy's buffer
-        if (old.op in GroupOp.Movement or old.op is Ops.DETACH) and _view_chain(old)[-1].op is Ops.BUFFER and _realize.capturing is None: continue
+        if (old.op in GroupOp.Movement or old.op is Ops.DETACH) and _view_chain(old)[-1].op is Ops.BUFFER and not _realize.is_capturing(): continue
         # keep the lazy graph while it still leads to a tensor that needs a gradient (so y.numpy(); y.backward() works);
         # the realized map makes later kernels read the buffer instead of recomputing
         if not t.requires_grad:
@@ -429,21 +427,19 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
 
   # ---------------- random (counter-based: a hash of (seed, element counter), computed on the device)
   @staticmethod
-  def manual_seed(seed: int = 0):
-    Tensor._seed, Tensor._rng_counter = int(seed) & 0xffffffff, 0
+  def manual_seed(seed: int = 0): rng.manual_seed(seed)
   @staticmethod
   def _random_bits(shape: tuple[int, ...], device: str | None) -> Tensor:
     n = prod(shape)
-    offset = Tensor._rng_counter
-    Tensor._rng_counter += n
+    offset = rng.advance(n)
     ctr = Tensor(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n)).cast(dtypes.uint32)
     # the low bits of the offset are a bound variable, so every call reuses the same compiled kernel
-    off = Tensor(Variable("rng_offset", 0, 2**31 - 1).bind(offset & 0x7fffffff)).cast(dtypes.uint32)
+    off = Tensor(rng.offset_var(offset)).cast(dtypes.uint32)
     ctr = ctr + off._broadcast_to(ctr.shape)
     def mix(x: Tensor) -> Tensor:  # "lowbias32" integer hash
       x = x ^ (x >> 16); x = x * 0x7feb352d; x = x ^ (x >> 15); x = x * 0x846ca68b
       return x ^ (x >> 16)
-    key = (Tensor._seed * 0x9E3779B9 + (offset >> 31) * 0x85EBCA6B) & 0xffffffff
+    key = (rng.seed() * 0x9E3779B9 + (offset >> 31) * 0x85EBCA6B) & 0xffffffff
     return mix(mix(ctr ^ key) + 0x68E31DA4 ^ key).reshape(shape)
   @staticmethod
   def rand(*shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
@@ -732,7 +728,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     value = self._setitem_value(indices, value)
     with _realize_lock:
       if self._write_through_view(value): return
-      if _realize.capturing is not None or not self._write_in_place(value): self.assign(value)
+      if _realize.is_capturing() or not self._write_in_place(value): self.assign(value)
 
   def _write_through_view(self, value: Tensor) -> bool:
     """If self is a view (slice, transpose, flip, detach, ...) of data another tensor or a buffer holds, write value
@@ -751,7 +747,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     placed, mask = _unview(value, chain[:depth + 1])
     base = held[id(base_uop)] if id(base_uop) in held else Tensor(base_uop)
     new_base = mask.where(placed, base)
-    if _realize.capturing is None and base._write_in_place(new_base): return True
+    if not _realize.is_capturing() and base._write_in_place(new_base): return True
     # a TinyJit capture or a graph autograd still needs: every live view of the base is rebound to the new value
     for t in [*others, self]:
       if base_uop in _view_chain(t.uop):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools, inspect
 from typing import Any, Callable
 from fusegrad.helpers import JIT
-from fusegrad.engine import realize as _realize
+from fusegrad.engine import realize as _realize, rng
 from fusegrad import schedule as sched
 from fusegrad.uop.ops import Ops, UOp
 
@@ -105,15 +105,13 @@ class _Capture:
     before = {}
     for r in list(_all_tensors.values()):
       if (t := r()) is not None and (b := _buf(t)) is not None: before[id(t)] = (r, t.uop, b)
-    rng0 = Tensor._rng_counter
+    rng0 = rng.counter()
     self.in_bufs = [_buf(t) for t in inputs]
-    _realize.capturing = []
-    try:
+    with _realize.capture() as captured:
       ret = fxn(*args, **kwargs)
       outs = _tensors_in(ret)
       if outs: Tensor.realize_all(*outs)
-    finally: captured, _realize.capturing = _realize.capturing, None
-    self.rng = (rng0, Tensor._rng_counter - rng0)
+    self.rng = (rng0, rng.counter() - rng0)
     self.sig, self.captured, self.cnt = sig, captured, 2
     self.exact_binds = None if _binds_replaceable(captured, binds) else tuple(v for _, v in binds)
     # an input the step wrote in place (x += 1) keeps its buffer: the new value is copied into it, now and after each replay
@@ -151,11 +149,11 @@ class _Capture:
       target = v0 if cur is b1 else v1
       subst[b0], subst[b1] = cur, _view_buf(target)
       rebind.append((t, target))
-    rng_shift, new_vals = Tensor._rng_counter - self.rng[0], dict(binds)
+    rng_shift, new_vals = rng.counter() - self.rng[0], dict(binds)
     for si, prg in self.captured:
-      var_vals = {v: new_vals[v] if v in new_vals else (val + rng_shift) & 0x7fffffff if v.arg[0] == "rng_offset" else val for v, val in si.var_vals}
+      var_vals = {v: new_vals[v] if v in new_vals else rng.replayed_offset(val, rng_shift) if rng.is_offset_var(v) else val for v, val in si.var_vals}
       _realize.launch(si, prg, [subst.get(b, b) for b in si.bufs], var_vals)
-    Tensor._rng_counter += self.rng[1]
+    rng.advance(self.rng[1])
     for t, view in rebind: t.uop = view
     for i, b1 in self.written_inputs: _buf(inputs[i]).copyin(b1.as_memoryview())
     outs = iter(self.out_views)

@@ -1,6 +1,7 @@
 """Run a schedule: lower, render and compile each kernel (cached), then launch it."""
 from __future__ import annotations
-import time
+import contextlib, time
+from typing import Iterator
 from fusegrad.device import Device
 from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, PROGRAM_CACHE, SPEC, colored
 from fusegrad.uop.ops import Ops, UOp
@@ -37,7 +38,17 @@ def get_program(device: str, ast: UOp, opt=None):
   return prg
 
 # while a TinyJit captures, every launch is recorded here as (ScheduleItem, program or None for a copy)
-capturing: list | None = None
+_capturing: list | None = None
+
+@contextlib.contextmanager
+def capture() -> Iterator[list]:
+  """Record every kernel launched inside the block (what TinyJit replays) into the list it yields."""
+  global _capturing
+  prev, _capturing = _capturing, []
+  try: yield _capturing
+  finally: _capturing = prev
+
+def is_capturing() -> bool: return _capturing is not None
 
 def run_schedule(schedule: list[ScheduleItem]):
   if DEBUG >= 3 and schedule:
@@ -47,7 +58,7 @@ def run_schedule(schedule: list[ScheduleItem]):
       print(f"  {i:3d} {kind:6s} -> {si.bufs[0]}  inputs {list(si.bufs[1:])}" + (f"  vars {[(v.arg[0], x) for v, x in si.var_vals]}" if si.var_vals else ""))
   for si in schedule:
     prg = None if si.ast.src[0].op is Ops.COPY else get_program(si.device, si.ast, _beam_choice(si))
-    if capturing is not None: capturing.append((si, prg))
+    if _capturing is not None: _capturing.append((si, prg))
     launch(si, prg, si.bufs, dict(si.var_vals))
 
 _beam_choices: dict = {}  # (device, ast) -> Opt, least recently used first, bounded like _programs
