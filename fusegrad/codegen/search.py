@@ -39,7 +39,7 @@ def _time(prg, mems, var_vals, reps: int) -> float:
   return best
 
 def beam_search(device: str, ast: UOp, bufs, var_vals: dict, width: int) -> Opt:
-  from fusegrad.engine.realize import get_program
+  from fusegrad.codegen.program import get_program
   key = ast_key(device, ast)
   if (opt := cached_opt(key)) is not None: return opt
   kernel = lower_and_simplify(ast)

@@ -3,39 +3,10 @@ from __future__ import annotations
 import contextlib, time
 from typing import Iterator
 from fusegrad.device import Device
-from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, PROGRAM_CACHE, SPEC, colored
-from fusegrad.uop.ops import Ops, UOp
+from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, colored
+from fusegrad.uop.ops import Ops
 from fusegrad.schedule import ScheduleItem
-
-# in least-recently-used order (oldest first), at most PROGRAM_CACHE entries: a program that sees many shapes would
-# otherwise keep every compiled kernel loaded forever
-_programs: dict[tuple[str, UOp, object, bool], object] = {}
-
-def _bound(cache: dict) -> None:
-  """Drop the least recently used entries over PROGRAM_CACHE (0: no bound). A dropped CPU program unloads its library
-  when its last reference goes, so a TinyJit capture or a caller still holding one keeps it working."""
-  if (cap := PROGRAM_CACHE.value) > 0:
-    while len(cache) > cap: del cache[next(iter(cache))]
-
-def get_program(device: str, ast: UOp, opt=None):
-  """The compiled kernel for `ast` with optimization `opt` (None: the heuristic's choice), cached in memory."""
-  key = (device, ast, opt, bool(NOOPT))
-  # hot path: pop and reinsert moves a hit to the young end (a plain dict does this faster than OrderedDict.move_to_end)
-  if (prg := _programs.pop(key, None)) is not None: _programs[key] = prg
-  else:
-    from fusegrad.codegen.lowerer import lower_kernel
-    from fusegrad.codegen.linearize import linearize
-    if SPEC:
-      from fusegrad.uop.spec import verify_kernel
-      verify_kernel(ast)
-    dev = Device[device]
-    spec = dev.render(linearize(lower_kernel(ast), opt))
-    if DEBUG >= 4: print(spec.src)
-    if DEBUG >= 5:
-      for i, u in enumerate(spec.uops): print(f"{i:4d} {u.op.name:12s} {u.dtype} {[spec.uops.index(s) if s in spec.uops else s.arg for s in u.src]} {u.arg if u.op is not Ops.DEFINE_ACC else ''}")
-    prg = _programs[key] = dev.compile(spec)
-    _bound(_programs)
-  return prg
+from fusegrad.codegen.program import _bound, _programs, get_program  # noqa: F401  (_programs: tests clear it)
 
 # while a TinyJit captures, every launch is recorded here as (ScheduleItem, program or None for a copy)
 _capturing: list | None = None
