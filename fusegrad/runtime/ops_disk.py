@@ -7,11 +7,9 @@ Writes (copyin) go to the file with pwrite, so the shared read-only mapping sees
 
 DISK runs no kernels: compute on a DISK tensor raises; move it first with `.to("CPU")`.
 
-`disk_view(uop)` is the scheduler's hook: it turns RESHAPE/SHRINK/BITCAST chains over a DISK buffer that cover one
-contiguous byte range into a BUFFER uop naming a view of that range (or returns None)."""
+Which tensors are byte ranges of a file is the scheduler's business: schedule/disk.py."""
 from __future__ import annotations
-import mmap, os, weakref
-from fusegrad.uop.ops import Ops, UOp
+import mmap, os
 
 class DiskMem:
   """A mapping of a file (None when empty) and the byte range [offset, offset + nbytes) of it that a buffer holds."""
@@ -57,44 +55,3 @@ class DiskDevice:
   def synchronize(self): pass
 
 def open_device(name: str) -> DiskDevice: return DiskDevice(name)
-
-# ---------------- byte-range views for the scheduler
-_views: "weakref.WeakKeyDictionary[UOp, UOp]" = weakref.WeakKeyDictionary()
-
-def _contiguous_start(shape: tuple[int, ...], arg: tuple[tuple[int, int], ...]) -> int | None:
-  """Element offset of SHRINK(arg) of a C-contiguous `shape` if the kept elements are one contiguous run, else None."""
-  if any(e == b for b, e in arg): return 0  # empty: any start will do
-  # contiguous iff: after the first dim that keeps more than one element, every dim is kept whole
-  partial = False
-  for (b, e), s in zip(arg, shape):
-    if partial and (b, e) != (0, s): return None
-    if e - b > 1: partial = True
-  start, stride = 0, 1
-  for (b, _), s in zip(reversed(arg), reversed(shape)):
-    start += b * stride
-    stride *= s
-  return start
-
-def disk_view(u: UOp) -> UOp | None:
-  """A BUFFER uop for u's bytes if u is RESHAPE/SHRINK/BITCAST of a DISK buffer that covers one contiguous byte range."""
-  if u.op not in (Ops.RESHAPE, Ops.SHRINK, Ops.BITCAST): return None
-  if (hit := _views.get(u)) is not None: return hit
-  chain, x = [], u
-  while x.op in (Ops.RESHAPE, Ops.SHRINK, Ops.BITCAST):
-    chain.append(x)
-    x = x.src[0]
-  if x.op is not Ops.BUFFER or not str(x.device).startswith("DISK:"): return None
-  from fusegrad.device import BufferView
-  from fusegrad import schedule as sched
-  offset, shape = 0, x.shape  # element offset into the base buffer, current (C-contiguous) shape
-  for y in reversed(chain):
-    if y.op is Ops.BITCAST and y.dtype.itemsize != y.src[0].dtype.itemsize: return None
-    if y.op is Ops.SHRINK:
-      if (start := _contiguous_start(shape, y.arg)) is None: return None
-      offset += start
-    shape = y.shape
-  base = sched.buffers.get(x)
-  if base is None: return None
-  view = BufferView(base, offset * x.dtype.itemsize, u.size, u.dtype)
-  ret = _views[u] = sched.new_buffer_uop(u.device, u.size, u.dtype, view)
-  return ret

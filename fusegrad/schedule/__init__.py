@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools, struct, weakref
 from dataclasses import dataclass
 from fusegrad.device import Buffer
-from fusegrad.runtime.ops_disk import disk_view
+from fusegrad.schedule.disk import disk_view
 from fusegrad.dtype import dtypes
 from fusegrad.helpers import ContextVar
 from fusegrad.uop.ops import GroupOp, Ops, UOp

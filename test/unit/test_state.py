@@ -9,7 +9,7 @@ from fusegrad import schedule as sched
 from fusegrad.device import BufferView
 from fusegrad.nn.state import (CheckpointError, get_parameters, get_state_dict, load_state_dict, safe_load, safe_load_metadata,
                                safe_save, torch_load)
-from fusegrad.runtime.ops_disk import disk_view
+from fusegrad.schedule.disk import disk_view
 
 torch = pytest.importorskip("torch")
 DEV = "PYTHON"
