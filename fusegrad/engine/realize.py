@@ -35,7 +35,8 @@ def run_schedule(schedule: list[ScheduleItem]):
 _beam_choices: dict = {}  # (device, ast) -> Opt, least recently used first, bounded like _programs
 
 def _beam_choice(si: ScheduleItem):
-  if not BEAM or NOOPT or si.device.split(":")[0] not in ("CPU",): return None
+  # BEAM times candidate kernels: only devices whose runtime says its timings mean something (the interpreter's do not)
+  if not BEAM or NOOPT or not getattr(Device[si.device], "beam_search", False): return None
   key = (si.device, si.ast)
   if (opt := _beam_choices.pop(key, None)) is None:
     from fusegrad.codegen.search import beam_search

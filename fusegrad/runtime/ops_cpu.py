@@ -215,6 +215,7 @@ def trim_disk_cache(d: str, cap: int, keep: str | None = None) -> None:
     total -= size
 
 class CPUDevice:
+  beam_search = True  # kernel timings are real: BEAM may search optimizations by timing them
   def __init__(self, name: str):
     self.name, self.allocator = name, CPUAllocator()
   def render(self, uops) -> ProgramSpec:
