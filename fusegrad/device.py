@@ -2,13 +2,13 @@
 from __future__ import annotations
 import functools, importlib, os, pkgutil
 from typing import Any
-from fusegrad.dtype import ALL_DTYPES, DType
+from fusegrad.dtype import DType
 from fusegrad.helpers import DEBUG, DEV, GlobalCounters, Target
 
 @functools.cache
 def device_names() -> tuple[str, ...]:
   """Every device there is a runtime for: the module fusegrad/runtime/ops_<name>.py is device NAME (found, not listed)."""
-  import fusegrad.runtime
+  import fusegrad.runtime  # the (empty) package, for its folders: a plug-in may add one to its __path__
   return tuple(sorted(m.name[len("ops_"):].upper() for m in pkgutil.iter_modules(fusegrad.runtime.__path__) if m.name.startswith("ops_")))
 
 def _runtime(base: str):
@@ -30,14 +30,6 @@ def canonicalize(device: str | None) -> str:
   if base == "DISK": return f"DISK:{rest}"
   return base if rest in ("", "0") else f"{base}:{rest}"
 
-class Renderer:
-  """What a device's code generator tells programs about itself (tinygrad's `Device[d].renderer`). A runtime that has
-  no renderer object of its own gets this one: every fusegrad kernel renders every dtype fusegrad has (the C and
-  Python renderers emulate half and bfloat16), so all of them are supported."""
-  def __init__(self, device: str): self.device = device
-  def supported_dtypes(self) -> set[DType]: return set(ALL_DTYPES)
-  def __repr__(self) -> str: return f"<Renderer {self.device}>"
-
 class _Device:
   """`Device["CPU"]` is the device object; `Device.DEFAULT` comes from DEV=DEVICE[:RENDERER] (default CPU)."""
   def __init__(self):
@@ -47,9 +39,7 @@ class _Device:
     name = canonicalize(name)
     if name not in self._opened:
       dev = self._opened[name] = _runtime(name.split(":")[0]).open_device(name)
-      # tinygrad programs read Device[d].device and Device[d].renderer; fill them in where a runtime has none
-      if not hasattr(dev, "device"): dev.device = name
-      if getattr(dev, "renderer", None) is None: dev.renderer = Renderer(name)
+      dev.device = name  # tinygrad programs read Device[d].device (and Device[d].renderer, which every runtime has)
       if DEBUG >= 1: print(f"opened device {name}")
     return self._opened[name]
   def canonicalize(self, device: str | None) -> str: return canonicalize(device)

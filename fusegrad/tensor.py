@@ -6,7 +6,8 @@ from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dt
 from fusegrad.device import Buffer, BufferView, canonicalize
 from fusegrad.helpers import TensorError, WeakValueCache, argsort, flatten, prod, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key  # noqa: F401  (Variable: tinygrad programs import it from here)
-from fusegrad import schedule as sched
+from fusegrad import buffers
+from fusegrad.schedule import create_schedule
 from fusegrad.engine.realize import run_schedule
 from fusegrad.engine import realize as _realize, rng
 from fusegrad.tensor_nn import NNMixin
@@ -177,11 +178,11 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
       buf, dtype = Buffer(f"DISK:{data.resolve()}", data.stat().st_size, dtypes.uint8).ensure_allocated(), dtype or dtypes.uint8
       if buf.size % dtype.itemsize: raise TensorError(f"Tensor(Path): {data} has {buf.size} bytes, not a whole number of {dtype} elements")
       view = BufferView(buf, 0, buf.size // dtype.itemsize, dtype) if dtype != dtypes.uint8 else buf
-      self.uop = sched.new_buffer_uop(buf.device, view.size, dtype, view)
+      self.uop = buffers.new_buffer_uop(buf.device, view.size, dtype, view)
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
     self._register()
     # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient
-    if requires_grad and sched.buffer_view(self.uop) is None: self.contiguous_leaf_()
+    if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()
 
   def _register(self) -> None:
     key = id(self)
@@ -190,7 +191,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   # ---------------- autograd
   def requires_grad_(self, requires_grad: bool = True) -> Tensor:
     self.requires_grad = requires_grad
-    if requires_grad and sched.buffer_view(self.uop) is None: self.contiguous_leaf_()
+    if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()
     return self
   def contiguous_leaf_(self) -> Tensor:
     """Give this tensor a buffer of its own (a unique node: equal lazy values would otherwise share one gradient)."""
@@ -242,7 +243,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def _from_bytes(raw: bytes, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
     size = prod(shape)
     buf = Buffer(device, size, dtype, raw)
-    return UOp(Ops.RESHAPE, dtype, (sched.new_buffer_uop(device, size, dtype, buf),), shape) if shape != (size,) else sched.new_buffer_uop(device, size, dtype, buf)
+    return UOp(Ops.RESHAPE, dtype, (buffers.new_buffer_uop(device, size, dtype, buf),), shape) if shape != (size,) else buffers.new_buffer_uop(device, size, dtype, buf)
 
   @staticmethod
   def _const(value: Any, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
@@ -275,7 +276,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
   def __repr__(self) -> str: return f"<Tensor {self.shape} {self.dtype} on {self.device} with grad {self.grad!r}>" if self.grad is None else f"<Tensor {self.shape} {self.dtype} on {self.device} with grad>"
   def __str__(self) -> str:
     """The values, as torch prints them, for a realized tensor or a small lazy one (computing it); else the repr."""
-    if sched.buffer_view(self.uop) is None and self.numel() > 1000: return repr(self)
+    if buffers.buffer_view(self.uop) is None and self.numel() > 1000: return repr(self)
     from fusegrad.tensor_str import tensor_str
     return tensor_str(self)
   def __hash__(self): return id(self)
@@ -296,13 +297,13 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     # pending assigns happen with the next realize, as an in-place update would have (e.g. BatchNorm running stats)
     tensors = tensors + tuple(t for r in list(_pending_assigns.values()) if (t := r()) is not None and not any(t is x for x in tensors))
     _pending_assigns.clear()
-    items, views = sched.create_schedule([t.uop for t in tensors])
+    items, views = create_schedule([t.uop for t in tensors])
     run_schedule(items)
     grad_leaves = None
     for t in tensors:
       if t.uop in views:
         old = t.uop
-        sched.realized[old] = views[old]
+        buffers.mark_realized(old, views[old])
         # a view of a buffer stays a view (later writes to the buffer drop the cached copy), as torch's views alias;
         # not in a TinyJit capture, whose replays write the copy's buffer
         if (old.op in GroupOp.Movement or old.op is Ops.DETACH) and _view_chain(old)[-1].op is Ops.BUFFER and not _realize.is_capturing(): continue
@@ -317,7 +318,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     return self
   def _buffer(self) -> Buffer:
     self.realize()
-    return sched.buffers[sched.buffer_view(self.uop)]
+    return buffers.buffer_of(buffers.buffer_view(self.uop))
   def _flat_values(self) -> list:
     mv = self._buffer().as_memoryview()
     # memoryview has no bfloat16 format, and half ('e') only from Python 3.12: convert 16-bit words here
@@ -359,7 +360,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     x = self.to(device) if device is not None else self
     return Tensor(UOp(Ops.CONTIGUOUS, x.dtype, (x.uop,)))
   def contiguous(self) -> Tensor:
-    if sched.buffer_view(self.uop) is not None: return self
+    if buffers.buffer_view(self.uop) is not None: return self
     return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
   def detach(self) -> Tensor:
     _note_view(self.uop)
@@ -371,7 +372,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     shape = Tensor._shape_arg(shape)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     device = canonicalize(device)
-    u = sched.new_buffer_uop(device, prod(shape), dtype)
+    u = buffers.new_buffer_uop(device, prod(shape), dtype)
     return Tensor(UOp(Ops.RESHAPE, dtype, (u,), shape) if shape != (prod(shape),) else u, **kwargs)
   @staticmethod
   def _shape_arg(shape: tuple) -> tuple[int, ...]:
@@ -736,12 +737,12 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     `where(mask, value placed where the view reads, old base)`, so one fused kernel does the write."""
     chain = _view_chain(self.uop)
     if len(chain) == 1 and self.uop not in _viewed_buffers: return False  # a lazy value or an unviewed buffer: rebinding is the write
-    if (owned := sched.buffer_view(self.uop)) is not None and (owned not in _viewed_buffers or owned not in chain): return False
+    if (owned := buffers.buffer_view(self.uop)) is not None and (owned not in _viewed_buffers or owned not in chain): return False
     others = [t for t in _live_tensors() if t is not self]
     # self holds a whole buffer: rebinding it is the write, unless other tensors view that buffer
     if owned is not None and not any(owned in _view_chain(t.uop) for t in others): return False
     held = {id(t.uop): t for t in others}
-    depth = next((i for i in range(len(chain) - 1, -1, -1) if id(chain[i]) in held or sched.buffer_view(chain[i]) is chain[i]), 0)
+    depth = next((i for i in range(len(chain) - 1, -1, -1) if id(chain[i]) in held or buffers.buffer_view(chain[i]) is chain[i]), 0)
     if depth == 0 and owned is None: return False  # nothing else sees the data: rebinding self is the whole write
     base_uop = chain[depth]
     placed, mask = _unview(value, chain[:depth + 1])
@@ -760,25 +761,24 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     cached results that read the buffer are dropped, so only views (which alias the buffer) see the new data."""
     # a value that autograd must still see through keeps the lazy (rebinding) form
     grad_leaves = {g.uop for g in _live_tensors() if g.requires_grad and
-                   (b := sched.buffer_view(g.uop)) is not None and _is_view_of(g.uop, b)}
+                   (b := buffers.buffer_view(g.uop)) is not None and _is_view_of(g.uop, b)}
     if grad_leaves and any(u in grad_leaves for x in (self, value) for u in x.uop.toposort(lambda u: u.op is Ops.DETACH)): return False
     lazy = self.uop
-    if (b := sched.buffer_view(lazy)) is None or not _is_view_of(lazy, b):
+    if (b := buffers.buffer_view(lazy)) is None or not _is_view_of(lazy, b):
       # a lazy tensor (or one whose value is a cached result other tensors share) gets a buffer of its own now;
       # views made of its lazy value become views of that buffer
       self.contiguous_leaf_()
       for t in _live_tensors():
         if t is not self and t.uop is not lazy and _is_view_of(t.uop, lazy): t.uop = t.uop.substitute({lazy: self.uop})
-    if self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or (base := sched.buffer_view(self.uop)) is None or base.device != self.device or \
+    if self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or (base := buffers.buffer_view(self.uop)) is None or base.device != self.device or \
        base.device.startswith("DISK"): return False
     new = value.cast(self.dtype).contiguous()
     readers = [t for t in _live_tensors() if t is not self and not _is_view_of(t.uop, base)
                and any(u is base or u is lazy for u in t.uop.toposort())]
     Tensor.realize_all(new, *readers)
-    for t in readers: t.uop = sched.realized.get(t.uop, t.uop)  # pin each to the value computed from the old contents
-    sched.buffers[base].copyin(new._buffer().as_memoryview())
-    for k, v in list(sched.realized.items()):
-      if sched.buffer_view(v) is base or base in k.toposort(): sched.realized.pop(k, None)
+    for t in readers: t.uop = v if (v := buffers.realized_view(t.uop)) is not None else t.uop  # pin each to the value computed from the old contents
+    buffers.buffer_of(base).copyin(new._buffer().as_memoryview())
+    buffers.invalidate(base)
     return True
 
   # ---------------- casting

@@ -43,13 +43,13 @@ def _check_targets(Y: Tensor, C: int, ignore_index: int) -> None:
   are cheap to know are checked: a constant, or a realized integer buffer of at most _TARGET_CHECK_MAX elements (read
   once, no kernel, ~20 ns an element). Realizing lazy targets here (Y_train[samples] in a training step) would add a
   kernel launch and a wait to every step: the loss graph gives NaN for their bad indices instead."""
-  from fusegrad import schedule as sched
+  from fusegrad import buffers
   from fusegrad.dtype import dtypes
   u = Y.uop
   while u.op in (Ops.RESHAPE, Ops.EXPAND): u = u.src[0]
   if u.op is Ops.CONST: vals = {u.arg}
-  elif not dtypes.is_int(Y.dtype) or Y.numel() > _TARGET_CHECK_MAX or (b := sched.buffer_view(Y.uop)) is None: return
-  elif not (buf := sched.buffers[b]).is_allocated: return
+  elif not dtypes.is_int(Y.dtype) or Y.numel() > _TARGET_CHECK_MAX or (b := buffers.buffer_view(Y.uop)) is None: return
+  elif not (buf := buffers.buffer_of(b)).is_allocated: return
   else: vals = set(buf.as_memoryview().cast(Y.dtype.fmt))
   if bad := sorted(v for v in vals if v != ignore_index and not 0 <= v < C):
     raise IndexError(f"target class {bad[0]} is out of bounds for {C} classes (valid: 0 to {C - 1}, or ignore_index={ignore_index}); "

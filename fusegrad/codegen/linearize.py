@@ -11,6 +11,7 @@ from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
 from fusegrad.codegen.opt import Opt, apply_opt, choose, merge_loops, output_ranges
 from fusegrad.helpers import NOOPT
+from fusegrad.renderer import Renderer
 
 LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
 
@@ -41,13 +42,13 @@ class Block:
   items: list = field(default_factory=list)
   inner: "Block | None" = None  # the nested output loop, emitted after this block's own items
 
-def linearize(sink: UOp, opt: Opt | None = None) -> list[UOp]:
-  """Output loops nest outermost-first and each holds the nodes that depend on it; a reduce's loop is emitted as a unit
+def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
+  """`opt` (default: the heuristic's choice for `target`) applied, then: output loops nest outermost-first and each holds the nodes that depend on it; a reduce's loop is emitted as a unit
   where the REDUCE sits in toposort order, after everything its body reads from outer levels."""
   sink = graph_rewrite(sink, symbolic)
   if not NOOPT:
     sink = merge_loops(sink)
-    sink = apply_opt(sink, choose(sink) if opt is None else opt)
+    sink = apply_opt(sink, choose(sink, target) if opt is None else opt)
   sink = graph_rewrite(sink, symbolic + legalize)
   # REDUCEs over the very same loops (the copies UPCAST makes) share one loop nest: group them, and order the graph
   # so every member's body comes before any member, so the shared loop can be placed at the first one

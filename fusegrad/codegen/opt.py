@@ -18,7 +18,8 @@ will not reorder a float sum. The vocabulary, each applied by name and checked f
 Before any of them, merge_loops fuses adjacent loops that every index walks contiguously ((14, 14) -> 196).
   - Opt("NONE"): plain loops.
 A REDUCE with an accumulator array has arg (op, j) and its last source is its private copy of j.
-`choose` is the hand-written heuristic; BEAM search (codegen/search.py) times every legal action instead.
+`choose` is the hand-written heuristic, sized by the target's facts (its renderer's vector width and register count);
+BEAM search (codegen/search.py) times every legal action instead.
 NOOPT=1 applies nothing."""
 from __future__ import annotations
 import itertools
@@ -27,6 +28,7 @@ from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.symbolic import _sum, _terms
 from fusegrad.helpers import prod
 from fusegrad.codegen.lowerer import flat_index
+from fusegrad.renderer import Renderer
 
 @dataclass(frozen=True)
 class Opt:
@@ -36,8 +38,23 @@ class Opt:
   stage: bool = False  # with VECTOR and upcast: tile loop outside the rows, row-invariant loads staged (see above)
   upcast2: int = 1     # with LANES and upcast: also this many values of a second loop, shared by the other loads
 
-MAX_ACC = 64     # the heuristic's longest accumulator array: 4 rows x 64 floats are 16 AVX-512 registers (measured best)
-LANES = 16
+@dataclass(frozen=True)
+class Budget:
+  """The heuristic's sizes for one target, from its vector width W and register count R (measured on AVX-512, W=16,
+  R=32: accumulators in half the registers were best, 4 rows x 64 floats; register tiling of a split reduce was best a
+  little over R vectors, 36 on a 14-lane conv weight gradient beat 18, as spills of accumulators are cheap L1 hits)."""
+  width: int     # float32 lanes of a vector
+  max_tile: int  # longest accumulator array of VECTOR: (R/2 registers) x W lanes over 4 rows
+  max_vectors: int  # vector accumulators of one LANES kernel
+
+  @staticmethod
+  def of(target: Renderer) -> Budget:
+    w, r = max(target.simd_width, 4), max(target.vector_registers, 16)  # a scalar target gets SSE's shapes
+    return Budget(w, r // 2 * w // 4, r + r // 8)
+
+  def vectors(self, lanes: int) -> int:
+    """Vectors that hold `lanes` floats: 14 lanes are 8 + 4 + 2 (renderer/cvector.py tile_widths)."""
+    return lanes // self.width + bin(lanes % self.width).count("1")
 MAX_STAGE = 1 << 17  # elements of one staged block: it lives on the C stack of each thread (512 KB of float32)
 _ids = itertools.count(10_000)
 
@@ -122,7 +139,7 @@ def _analyze(sink: UOp) -> tuple[list[UOp], UOp | None, list[UOp]] | None:
                             any(_contiguous_in(r.src[0], j, r.src[-1], any_step) for r in reduces)): j = None
   return reduces, j, lane_reduces
 
-def actions(sink: UOp) -> list[Opt]:
+def actions(sink: UOp, target: Renderer) -> list[Opt]:
   """Every legal action for this kernel (the search space of BEAM)."""
   out = [Opt("NONE")]
   if (a := _analyze(sink)) is None: return out
@@ -137,16 +154,17 @@ def actions(sink: UOp) -> list[Opt]:
   out += [Opt("LANES", n, u, upcast2=u2) for n in (4, 8, 16, 32) if sizes and all(s % n == 0 for s in sizes)
           for u in (1, 2, 3, 4) if u == 1 or (rows is not None and rows.src[0].arg % u == 0)
           for u2 in (1, 2, 4) if u2 == 1 or (u > 1 and rows2 is not None and rows2.src[0].arg % u2 == 0)]
-  return out + ([c] if (c := choose(sink)) not in out else [])
+  return out + ([c] if (c := choose(sink, target)) not in out else [])
 
-def choose(sink: UOp) -> Opt:
+def choose(sink: UOp, target: Renderer) -> Opt:
   """The default heuristic (measured on matmul and conv kernels): a contiguous output loop of 8 or more becomes the
-  vector axis (tiles up to MAX_ACC); else a contiguous reduce gets 16 lanes (or all of a short one)."""
+  vector axis (tiles up to the target's max_tile); else a contiguous reduce gets one vector of lanes (or all of a short one)."""
   if (a := _analyze(sink)) is None: return Opt("NONE")
+  budget = Budget.of(target)
   _, j, lane_reduces = a
   k = min((r.src[-1].src[0].arg for r in lane_reduces), default=0)
   if j is not None and (j.src[0].arg >= 8 or k < 8):
-    t = _tile(j.src[0].arg, MAX_ACC)
+    t = _tile(j.src[0].arg, budget.max_tile)
     if t < 8 and t != j.src[0].arg: return Opt("NONE")
     # register tiling: several rows share each load of the vector axis
     i = _upcast_range(sink, j)
@@ -154,15 +172,14 @@ def choose(sink: UOp) -> Opt:
     # staging pays when the block is reused by many rows and enough tiles are left to share among threads
     stage = up > 1 and i.src[0].arg >= 32 and j.src[0].arg // t >= 8 and _stageable(sink, j, i)  # type: ignore[union-attr]
     return Opt("VECTOR", t, up, stage)
-  lanes = k if k <= 2 * LANES and k % 4 == 0 or k < 8 else _tile(k, 2 * LANES)
+  lanes = k if k <= 2 * budget.width and k % 4 == 0 or k < 8 else _tile(k, 2 * budget.width)
   if lanes < 8 or any(r.src[-1].src[0].arg % lanes for r in lane_reduces): return Opt("NONE")
   # register tiling, as VECTOR's: outputs that share a load of the reduction (a conv's weight gradient: kernel columns),
-  # then a second loop for the loads the first does not share (output channels), up to 36 vector accumulators (measured:
-  # 36 on a 14-lane conv weight gradient beat 18, though AVX-512 has 32 registers)
+  # then a second loop for the loads the first does not share (output channels), up to the budget's vector accumulators
   i, i2 = _lane_rows(sink, lane_reduces[0].src[-1])
   up = next((n for n in (4, 3, 2) if i is not None and i.src[0].arg % n == 0), 1)
-  vectors = (lanes // 16 + bin(lanes % 16).count("1")) * up  # AVX-512 vectors per copy: 14 lanes are 8 + 4 + 2
-  up2 = next((n for n in (4, 2) if i2 is not None and i2.src[0].arg % n == 0 and vectors * n <= 36), 1)
+  vectors = budget.vectors(lanes) * up
+  up2 = next((n for n in (4, 2) if i2 is not None and i2.src[0].arg % n == 0 and vectors * n <= budget.max_vectors), 1)
   return Opt("LANES", lanes, up, upcast2=up2 if up > 1 else 1)
 
 def apply_opt(sink: UOp, opt: Opt) -> UOp:

@@ -26,7 +26,7 @@ def get_program(device: str, ast: UOp, opt=None):
       from fusegrad.uop.spec import verify_kernel
       verify_kernel(ast)
     dev = Device[device]
-    spec = dev.render(linearize(lower_kernel(ast), opt))
+    spec = dev.renderer.render(linearize(lower_kernel(ast), dev.renderer, opt))
     if DEBUG >= 4: print(spec.src)
     if DEBUG >= 5:
       for i, u in enumerate(spec.uops): print(f"{i:4d} {u.op.name:12s} {u.dtype} {[spec.uops.index(s) if s in spec.uops else s.arg for s in u.src]} {u.arg if u.op is not Ops.DEFINE_ACC else ''}")

@@ -5,6 +5,7 @@ disk (SQLite under the user cache dir, keyed by device and kernel), so the next 
 CACHELEVEL=0 skips the disk cache; BEAM_TIMEOUT (seconds, default 20) bounds the search of one kernel."""
 from __future__ import annotations
 import hashlib, json, os, sqlite3, time
+from fusegrad.device import Device
 from fusegrad.helpers import CACHELEVEL, DEBUG, cache_dir, getenv
 from fusegrad.uop.ops import UOp
 from fusegrad.codegen.opt import Opt, actions, choose
@@ -42,9 +43,9 @@ def beam_search(device: str, ast: UOp, bufs, var_vals: dict, width: int) -> Opt:
   from fusegrad.codegen.program import get_program
   key = ast_key(device, ast)
   if (opt := cached_opt(key)) is not None: return opt
-  kernel = lower_and_simplify(ast)
-  heuristic = choose(kernel)
-  cands = [heuristic] + [c for c in actions(kernel) if c != heuristic]  # timed first: a timeout must not skip the default
+  kernel, target = lower_and_simplify(ast), Device[device].renderer
+  heuristic = choose(kernel, target)
+  cands = [heuristic] + [c for c in actions(kernel, target) if c != heuristic]  # timed first: a timeout must not skip the default
   mems = [b.ensure_allocated()._mem for b in bufs]
   deadline = time.perf_counter() + getenv("BEAM_TIMEOUT", 20.0)
   timed: list[tuple[float, Opt]] = []

@@ -20,7 +20,7 @@ import functools, inspect
 from typing import Any, Callable
 from fusegrad.helpers import JIT
 from fusegrad.engine import realize as _realize, rng
-from fusegrad import schedule as sched
+from fusegrad import buffers
 from fusegrad.uop.ops import Ops, UOp
 
 MAX_CAPTURES = 16  # captures kept per TinyJit (one per distinct non-tensor arguments); each holds its intermediate buffers
@@ -40,10 +40,10 @@ def _rebuild(x: Any, fn: Callable) -> Any:
   return x
 
 def _buf(t):
-  view = sched.buffer_view(t.uop)
-  return sched.buffers[view] if view is not None else None
+  view = buffers.buffer_view(t.uop)
+  return buffers.buffer_of(view) if view is not None else None
 
-def _view_buf(view): return sched.buffers[sched.buffer_view(view)]
+def _view_buf(view): return buffers.buffer_of(buffers.buffer_view(view))
 
 # ---------------- which capture a call belongs to
 class _Identity:

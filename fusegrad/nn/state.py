@@ -13,7 +13,7 @@ from fusegrad.device import Buffer, BufferView, Device
 from fusegrad.dtype import DType, dtypes
 from fusegrad.helpers import prod
 from fusegrad.tensor import Tensor
-from fusegrad import schedule as sched
+from fusegrad import buffers
 
 __all__ = ["get_parameters", "get_state_dict", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata", "torch_load"]
 
@@ -76,13 +76,13 @@ def _tensor_bytes(t: Tensor) -> memoryview:
   """t's elements in C order as bytes (computes t on its device if needed; does not change t)."""
   r = Tensor(t.uop)
   r.realize()
-  if sched.buffer_view(r.uop) is None: r = r.contiguous().realize()
+  if buffers.buffer_view(r.uop) is None: r = r.contiguous().realize()
   return r._buffer().as_memoryview()
 
 def _file_tensor(base: Buffer, offset: int, dtype: DType, shape: tuple[int, ...]) -> Tensor:
   """A lazy tensor on base's (DISK) device: `shape` elements of `dtype` starting `offset` bytes into base."""
   n = prod(shape)
-  u = sched.new_buffer_uop(base.device, n, dtype, BufferView(base, offset, n, dtype))
+  u = buffers.new_buffer_uop(base.device, n, dtype, BufferView(base, offset, n, dtype))
   return Tensor(u).reshape(shape)
 
 def _disk_base(path: str) -> Buffer:
@@ -155,7 +155,7 @@ def safe_load_metadata(path: str) -> tuple[Tensor, int, dict]:
   path = os.fspath(path)
   n, header = _safe_header(path)
   base = _disk_base(path)
-  return Tensor(sched.new_buffer_uop(base.device, base.size, dtypes.uint8, base)), n, header
+  return Tensor(buffers.new_buffer_uop(base.device, base.size, dtypes.uint8, base)), n, header
 
 def safe_load(path: str) -> dict[str, Tensor]:
   """name -> Tensor on the DISK device (lazy: bytes are read when a tensor is copied, e.g. by load_state_dict or .to())."""

@@ -1,6 +1,9 @@
-"""Renderers turn a linear UOp list into source text for one kind of device."""
+"""Renderers turn a linear UOp list into a program for one kind of target, and say what that target is: the kernel
+optimizer and BEAM read these facts (vector width, registers, threads, math functions) from `Device[d].renderer`,
+never from a device name or a constant."""
 from __future__ import annotations
 from dataclasses import dataclass, field
+from fusegrad.dtype import ALL_DTYPES, DType
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 
 @dataclass
@@ -32,3 +35,17 @@ def estimate(uops: list[UOp]) -> tuple[int, int]:
   for u in uops:
     if u.op is Ops.DEFINE_GLOBAL: mem += max(u.dtype.size, 0) * u.dtype.itemsize
   return flops, mem
+
+class Renderer:
+  """A target's facts and its code generator. The defaults describe a scalar target with no SIMD, threads or shared
+  memory that renders every dtype (the C and Python renderers emulate half and bfloat16)."""
+  simd_width: int = 0          # float32 lanes of the widest vector register (0: no vector types)
+  vector_registers: int = 0    # how many such registers: the accumulator budget of register tiling
+  has_threads: bool = False    # many hardware threads run one kernel together (GPU blocks)
+  has_shared: bool = False     # memory shared by those threads
+  vector_math: frozenset[Ops] = frozenset()  # ops the target computes a whole vector of at once (exp, log, ...)
+  compile_flags: tuple[str, ...] = ()
+  def __init__(self, device: str): self.device = device
+  def supported_dtypes(self) -> set[DType]: return set(ALL_DTYPES)
+  def render(self, uops: list[UOp]) -> ProgramSpec: raise NotImplementedError(f"{type(self).__name__} cannot render kernels")
+  def __repr__(self) -> str: return f"<{type(self).__name__} {self.device}>"

@@ -1,10 +1,14 @@
-"""C source from linear UOps (the CPU device; the CUDA renderer will share most of it)."""
+"""C-family source from linear UOps. `CStyleRenderer` is the language, built from tables (types, operators, math
+function names) and one small method per statement kind, so a dialect (CUDA C) overrides types, indexing and launch
+instead of copying the walk. `ClangRenderer` is C for a CPU: SIMD vector types (renderer/cvector.py) and an outer loop
+split across threads."""
 from __future__ import annotations
 import math
 from fusegrad.dtype import DType, dtypes, float_to_bf16
+from fusegrad.helpers import NOOPT
 from fusegrad.uop.ops import GroupOp, Ops, UOp
-from fusegrad.renderer import ProgramSpec, estimate, kernel_name
-from fusegrad.renderer.cvector import VectorLoop, inner_vector_loops, loop_body, prelude as vector_prelude, vector_loops
+from fusegrad.renderer import ProgramSpec, Renderer, estimate, kernel_name
+from fusegrad.renderer.cvector import VECTOR_MATH, VectorLoop, inner_vector_loops, prelude as vector_prelude, vector_loops
 
 C_TYPES = {dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
            dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
@@ -22,157 +26,233 @@ static inline unsigned short f32_to_bf16(float f) {
 #define BITCAST(T, F, x) ({ F _s = (x); T _d; memcpy(&_d, &_s, sizeof(T)); _d; })
 """
 
-def ctype(d: DType) -> str: return C_TYPES[d.base]
+INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
+         Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
+# float math by C library name; float32 takes the "f" suffix (expf)
+MATH = {Ops.EXP: "exp", Ops.LOG: "log", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan",
+        Ops.SQRT: "sqrt", Ops.TRUNC: "trunc", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.RINT: "rint", Ops.TANH: "tanh", Ops.ERF: "erf",
+        Ops.ABS: "fabs"}
 
-def render_const(v, d: DType) -> str:
-  if d == dtypes.bool: return "1" if v else "0"
-  if dtypes.is_int(d):
-    if v == dtypes.min(d) and not dtypes.is_unsigned(d): return f"(({ctype(d)})({v + 1}ll - 1))"
-    suffix = {dtypes.int64: "ll", dtypes.uint64: "ull", dtypes.uint32: "u"}.get(d, "")
-    return f"(({ctype(d)}){v}{suffix})" if not suffix else f"({v}{suffix})"
-  if d == dtypes.bfloat16: return f"((unsigned short){float_to_bf16(v)})"
-  if math.isnan(v): s = "NAN"
-  elif math.isinf(v): s = "INFINITY" if v > 0 else "(-INFINITY)"
-  else: s = float.hex(float(v)) + ("f" if d != dtypes.float64 else "")
-  if d == dtypes.float16: return f"(({ctype(d)}){s})"
-  return f"({s})" if s.startswith("-") else s  # so `a - -1.5` does not render as `a--1.5`
+class CStyleRenderer(Renderer):
+  """Scalar C: one statement per UOp, loops as `for`. Subclasses change the tables and the hooks below."""
+  types: dict[DType, str] = C_TYPES
+  prelude: str = PRELUDE
+  kernel_prefix: str = "void "
+  pointer_qualifier: str = "restrict"
 
-def _fn(name: str, d: DType) -> str: return name + ("f" if d != dtypes.float64 else "")
+  # ---- expressions
+  def ctype(self, d: DType) -> str: return self.types[d.base]
+  def fn(self, name: str, d: DType) -> str: return name + ("f" if d != dtypes.float64 else "")
 
-def render_alu(op: Ops, d: DType, s: list[str], srcd: DType, const_divisor=None) -> str:
-  isf = dtypes.is_float(srcd)
-  if op in GroupOp.Unary:
-    a = s[0]
+  def render_const(self, v, d: DType) -> str:
+    if d == dtypes.bool: return "1" if v else "0"
+    if dtypes.is_int(d):
+      if v == dtypes.min(d) and not dtypes.is_unsigned(d): return f"(({self.ctype(d)})({v + 1}ll - 1))"
+      suffix = {dtypes.int64: "ll", dtypes.uint64: "ull", dtypes.uint32: "u"}.get(d, "")
+      return f"(({self.ctype(d)}){v}{suffix})" if not suffix else f"({v}{suffix})"
+    if d == dtypes.bfloat16: return f"((unsigned short){float_to_bf16(v)})"
+    if math.isnan(v): s = "NAN"
+    elif math.isinf(v): s = "INFINITY" if v > 0 else "(-INFINITY)"
+    else: s = float.hex(float(v)) + ("f" if d != dtypes.float64 else "")
+    if d == dtypes.float16: return f"(({self.ctype(d)}){s})"
+    return f"({s})" if s.startswith("-") else s  # so `a - -1.5` does not render as `a--1.5`
+
+  def render_alu(self, op: Ops, d: DType, s: list[str], srcd: DType, const_divisor=None) -> str:
+    isf, unsigned = dtypes.is_float(srcd), dtypes.is_unsigned(srcd)
+    a, b = s[0], s[1] if len(s) > 1 else ""
     if op is Ops.NEG: return f"(-{a})"
     if op is Ops.RECIP: return f"(1/{a})"
-    if op is Ops.SIGMOID: return f"(1/(1+{_fn('exp', d)}(-{a})))"
-    if op is Ops.ABS: return f"{_fn('fabs', d)}({a})" if isf else f"({a}<0?-{a}:{a})"
-    names = {Ops.EXP: "exp", Ops.LOG: "log", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan",
-             Ops.SQRT: "sqrt", Ops.TRUNC: "trunc", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.RINT: "rint", Ops.TANH: "tanh", Ops.ERF: "erf"}
-    return f"{_fn(names[op], d)}({a})" if isf else a
-  a, b = s[0], s[1] if len(s) > 1 else ""
-  if op in (Ops.IDIV, Ops.MOD) and not isf and const_divisor is not None and const_divisor > 0:
-    return f"({a}{'/' if op is Ops.IDIV else '%'}{b})"  # a positive constant divisor needs no guard
-  if op is Ops.IDIV: return f"({b}==0?0:({b}==-1?-{a}:{a}/{b}))" if not dtypes.is_unsigned(srcd) else f"({b}==0?0:{a}/{b})"
-  if op is Ops.MOD:
-    if isf: return f"{_fn('fmod', d)}({a},{b})"
-    return f"({b}==0?0:({b}==-1?0:{a}%{b}))" if not dtypes.is_unsigned(srcd) else f"({b}==0?0:{a}%{b})"
-  if op is Ops.MAX: return f"((({a}!={a})||({a}>{b}))?{a}:{b})" if isf else f"(({a}>{b})?{a}:{b})"
-  if op is Ops.POW: return f"{_fn('pow', d)}({a},{b})"
-  if op is Ops.WHERE: return f"({a}?{b}:{s[2]})"
-  sym = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
-         Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}[op]
-  return f"({a}{sym}{b})"
+    if op is Ops.SIGMOID: return f"(1/(1+{self.fn('exp', d)}(-{a})))"
+    if op is Ops.ABS and not isf: return f"({a}<0?-{a}:{a})"
+    if op is Ops.POW: return f"{self.fn('pow', d)}({a},{b})"
+    if op in MATH and op is not Ops.MOD: return f"{self.fn(MATH[op], d)}({a})" if isf else a  # rounding an int is itself
+    if op in (Ops.IDIV, Ops.MOD) and not isf and const_divisor is not None and const_divisor > 0:
+      return f"({a}{'/' if op is Ops.IDIV else '%'}{b})"  # a positive constant divisor needs no guard
+    # C's / and % trap on 0 and on MIN/-1: fusegrad defines x/0 = 0, x/-1 = -x, x%0 = x%-1 = 0
+    if op is Ops.IDIV: return f"({b}==0?0:{a}/{b})" if unsigned else f"({b}==0?0:({b}==-1?-{a}:{a}/{b}))"
+    if op is Ops.MOD:
+      if isf: return f"{self.fn('fmod', d)}({a},{b})"
+      return f"({b}==0?0:{a}%{b})" if unsigned else f"({b}==0?0:({b}==-1?0:{a}%{b}))"
+    if op is Ops.MAX: return f"((({a}!={a})||({a}>{b}))?{a}:{b})" if isf else f"(({a}>{b})?{a}:{b})"  # a NaN wins, as torch
+    if op is Ops.WHERE: return f"({a}?{b}:{s[2]})"
+    return f"({a}{INFIX[op]}{b})"
 
-def render_cast(x: str, src: DType, dst: DType) -> str:
-  if src == dtypes.bfloat16: x, src = f"bf16_to_f32({x})", dtypes.float32
-  if dst == dtypes.bfloat16: return f"f32_to_bf16((float){x})"
-  if dst == dtypes.bool: return f"({x}!=0)"
-  if dtypes.is_float(src) and dtypes.is_int(dst) and dst.itemsize < 8: return f"(({ctype(dst)})(long long)({x}))"
-  return f"(({ctype(dst)})({x}))"
+  def render_cast(self, x: str, src: DType, dst: DType) -> str:
+    if src == dtypes.bfloat16: x, src = f"bf16_to_f32({x})", dtypes.float32
+    if dst == dtypes.bfloat16: return f"f32_to_bf16((float){x})"
+    if dst == dtypes.bool: return f"({x}!=0)"
+    # a float to a narrow int goes through 64 bits: C leaves out-of-range conversions undefined, this wraps like torch
+    if dtypes.is_float(src) and dtypes.is_int(dst) and dst.itemsize < 8: return f"(({self.ctype(dst)})(long long)({x}))"
+    return f"(({self.ctype(dst)})({x}))"
 
-def render_c(uops: list[UOp], fn_prefix: str = "", simd_width: int = 0, vector_math: bool = False) -> ProgramSpec:
-  """simd_width: float32 lanes of the target's vector registers (0: emit no vector types); vector_math: glibc's
-  libmvec is linked, so exp/log/sin/... of a whole vector are one call."""
-  name, shape = kernel_name(uops)
-  names: dict[UOp, str] = {}
-  lines: list[str] = []
-  params, globals_, vars_ = [], [], []
-  written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
-  depth = 1
-  accs = {u.arg: u for u in uops if u.op is Ops.DEFINE_ACC}
-  vloops = vector_loops(uops, simd_width)
-  vec_accs = {u.src[0]: vloops[u.src[2]] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in vloops}  # acc -> widths
-  # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)
-  first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
-  parallel = first if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1 else None
-  vinner = inner_vector_loops(uops, simd_width, set(vloops))
-  def r(u: UOp) -> str: return names[u] if u in names else render_const(u.arg, u.dtype)
-  def emit(s: str): lines.append("  " * depth + s)
-  counter = 0
-  def new_name(prefix="v") -> str:
-    nonlocal counter
-    counter += 1
-    return f"{prefix}{counter - 1}"
-  def vector_loop(rng: UOp) -> VectorLoop:
-    return VectorLoop(loop_body(uops, rng), rng, vector_math, names, r, emit, new_name, render_alu, render_cast, ctype)
+  def render_bitcast(self, x: str, src: DType, dst: DType) -> str: return f"BITCAST({self.ctype(dst)}, {self.ctype(src)}, {x})"
 
-  skip_until: UOp | None = None
-  for u in uops:
-    if skip_until is not None:
-      if u.op is Ops.ENDRANGE and u.src[0] is skip_until: skip_until = None
-      continue
-    if u.op is Ops.DEFINE_GLOBAL:
-      names[u] = f"data{u.arg}"
-      params.append((u.arg, f"{'' if u.arg in written else 'const '}{ctype(u.dtype)}* restrict data{u.arg}"))
-      globals_.append((u.arg, u.arg in written))
-    elif u.op is Ops.DEFINE_VAR:
-      names[u] = u.arg[0]
-      vars_.append(u)
-    elif u.op is Ops.CONST: continue
-    elif u.op is Ops.RANGE and u in vloops:
-      vector_loop(u).render(vloops[u], accs)
-      skip_until = u
-    elif u.op is Ops.RANGE and u in vinner:  # a loop over vectors of lanes
-      names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"
-      n = u.src[0].arg // vinner[u]
-      lo, hi = (f"core_id*{n}ll/n_cores", f"(core_id+1)*{n}ll/n_cores") if u is parallel else ("0", str(n))  # threads split the vectors
-      emit(f"for ({ctype(u.dtype)} {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
-      depth += 1
-      vector_loop(u).render_vector(f"{names[u]}*{vinner[u]}", vinner[u])
-      depth -= 1
-      emit("}")
-      skip_until = u
-    elif u.op is Ops.RANGE:
-      names[u] = f"ridx{sum(1 for x in names if x.op is Ops.RANGE)}"  # numbered by appearance: same kernel, same source
-      lo, hi = "0", r(u.src[0])
-      if u is parallel:
-        # the outermost loop is split evenly across the threads that call this kernel
-        n = u.src[0].arg
-        lo, hi = f"(({ctype(u.dtype)})((long long)core_id*{n}/n_cores))", f"(({ctype(u.dtype)})((long long)(core_id+1)*{n}/n_cores))"
-      emit(f"for ({ctype(u.dtype)} {names[u]} = {lo}; {names[u]} < {hi}; {names[u]}++) {{")
-      depth += 1
-    elif u.op is Ops.ENDRANGE:
-      depth -= 1
-      emit("}")
-    elif u.op is Ops.STORE: emit(f"{r(u.src[0])}[{r(u.src[1])}] = {r(u.src[2])};")
-    elif u.op is Ops.STAGE:
-      names[u] = new_name("stage")
-      emit(f"{ctype(u.dtype)} {names[u]}[{u.arg}] __attribute__((aligned(64)));")
-    elif u.op is Ops.DEFINE_ACC and u in vec_accs:
-      names[u] = new_name("acc")
-      emit(" ".join(f"f32x{w} {names[u]}_{g} = bcast_f32x{w}({r(u.src[0])});" for g, w in enumerate(vec_accs[u])))
-    elif u.op is Ops.DEFINE_ACC:
-      names[u] = new_name("acc")
-      if isinstance(u.arg.arg, tuple):
-        n = u.arg.src[-1].src[0].arg
-        emit(f"{ctype(u.dtype)} {names[u]}[{n}];")
-        emit(f"for (int i = 0; i < {n}; i++) {names[u]}[i] = {r(u.src[0])};")
-      else: emit(f"{ctype(u.dtype)} {names[u]} = {r(u.src[0])};")
-    elif u.op is Ops.ACC_UPDATE:
-      acc, v = r(u.src[0]) + (f"[{r(u.src[2])}]" if len(u.src) == 3 else ""), r(u.src[1])
-      emit(f"{acc} = {render_alu(u.arg, u.dtype, [acc, v], u.dtype)};")
-    elif u.op is Ops.REDUCE:
-      acc = names[accs[u]]
-      if isinstance(u.arg, tuple):
-        names[u] = new_name()
-        emit(f"{ctype(u.dtype)} {names[u]} = {acc}[{r(u.arg[1])}];")
-      else: names[u] = acc
-    else:
-      if u.op is Ops.LOAD:
-        expr = f"{r(u.src[0])}[{r(u.src[1])}]"
-        if len(u.src) == 3: expr = f"({r(u.src[2])}?{expr}:{render_const(0, u.dtype)})"
-      elif u.op is Ops.CAST: expr = render_cast(r(u.src[0]), u.src[0].dtype, u.dtype)
-      elif u.op is Ops.BITCAST: expr = f"BITCAST({ctype(u.dtype)}, {ctype(u.src[0].dtype)}, {r(u.src[0])})"
-      elif u.op in GroupOp.ALU:
-        cdiv = u.src[1].arg if u.op in (Ops.IDIV, Ops.MOD) and u.src[1].op is Ops.CONST else None
-        expr = render_alu(u.op, u.dtype, [r(s) for s in u.src], u.src[-1].dtype if u.op is Ops.WHERE else u.src[0].dtype, cdiv)
-      else: raise NotImplementedError(f"C renderer has no rule for {u.op}")
-      names[u] = new_name()
-      emit(f"{ctype(u.dtype)} {names[u]} = {expr};")
-  sig = ", ".join([p for _, p in sorted(params)] + [f"{ctype(v.dtype)} {v.arg[0]}" for v in vars_] + ["int core_id", "int n_cores"])
-  widths = {w for ws in vloops.values() for w in ws} | set(vinner.values())
-  prelude = PRELUDE + "".join(vector_prelude(w, vector_math) for w in sorted(widths))
-  src = prelude + f"void {fn_prefix}{name}({sig}) {{\n" + "\n".join(lines) + "\n}\n"
-  flops, mem = estimate(uops)
-  return ProgramSpec(fn_prefix + name, src, uops, sorted(globals_), vars_, flops, mem, shape, parallel is not None)
+  # ---- kernel structure (what a dialect overrides)
+  def param(self, g: UOp, written: bool) -> str:
+    return f"{'' if written else 'const '}{self.ctype(g.dtype)}* {self.pointer_qualifier} data{g.arg}"
+  def extra_params(self, k: CKernel) -> list[str]: return []
+  def loop_bounds(self, k: CKernel, u: UOp) -> tuple[str, str]: return "0", k.r(u.src[0])
+  def render_kernel(self, k: CKernel, name: str, params: list[str]) -> str:
+    return self.prelude + f"{self.kernel_prefix}{name}({', '.join(params)}) {{\n" + "\n".join(k.lines) + "\n}\n"
+  def render_loop(self, k: CKernel, u: UOp) -> bool:
+    """Render RANGE u some special way (then the loop body is done too and True is returned), or return False."""
+    return False
+  def render_acc(self, k: CKernel, u: UOp) -> bool:
+    """Define accumulator u some special way (vector registers) and return True, or return False."""
+    return False
+  def prepare(self, k: CKernel) -> None:
+    """Look over the whole kernel before the walk (which loops become vector code, which one threads split)."""
+
+  def render(self, uops: list[UOp]) -> ProgramSpec:
+    k = CKernel(self, uops)
+    self.prepare(k)
+    k.walk()
+    name, shape = kernel_name(uops)
+    written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
+    gl = sorted((u for u in uops if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg)
+    params = [self.param(g, g.arg in written) for g in gl] + [f"{self.ctype(v.dtype)} {v.arg[0]}" for v in k.vars] + self.extra_params(k)
+    flops, mem = estimate(uops)
+    return ProgramSpec(name, self.render_kernel(k, name, params), uops, [(g.arg, g.arg in written) for g in gl], k.vars, flops, mem, shape,
+                       k.parallel is not None)
+
+class CKernel:
+  """The state of rendering one kernel: a C name for each rendered UOp, the lines so far, the indentation."""
+  def __init__(self, renderer: CStyleRenderer, uops: list[UOp]):
+    self.renderer, self.uops = renderer, uops
+    self.names: dict[UOp, str] = {}
+    self.lines: list[str] = []
+    self.vars: list[UOp] = []
+    self.depth, self.counter = 1, 0
+    self.accs = {u.arg: u for u in uops if u.op is Ops.DEFINE_ACC}
+    self.parallel: UOp | None = None  # the loop split across threads, if the renderer splits one
+    # SIMD (ClangRenderer.prepare): tile loops -> vector widths, innermost loops -> width, vector accumulators -> widths
+    self.vloops: dict[UOp, tuple[int, ...]] = {}
+    self.vinner: dict[UOp, int] = {}
+    self.vec_accs: dict[UOp, tuple[int, ...]] = {}
+  def r(self, u: UOp) -> str: return self.names[u] if u in self.names else self.renderer.render_const(u.arg, u.dtype)
+  def emit(self, s: str): self.lines.append("  " * self.depth + s)
+  def new_name(self, prefix: str = "v") -> str:
+    self.counter += 1
+    return f"{prefix}{self.counter - 1}"
+  def range_name(self, u: UOp) -> str:
+    # numbered by appearance: the same kernel gives the same source (and hits the compile cache)
+    self.names[u] = f"ridx{sum(1 for x in self.names if x.op is Ops.RANGE)}"
+    return self.names[u]
+
+  def walk(self):
+    R, skip_until = self.renderer, None
+    for u in self.uops:
+      if skip_until is not None:  # the body of a loop the renderer rendered itself
+        if u.op is Ops.ENDRANGE and u.src[0] is skip_until: skip_until = None
+        continue
+      if u.op is Ops.RANGE and R.render_loop(self, u): skip_until = u
+      elif u.op is Ops.DEFINE_ACC and R.render_acc(self, u): pass
+      elif u.op in STATEMENTS: STATEMENTS[u.op](self, u)
+      else: self.value(u)
+
+  def value(self, u: UOp):
+    R = self.renderer
+    if u.op is Ops.LOAD:
+      expr = f"{self.r(u.src[0])}[{self.r(u.src[1])}]"
+      if len(u.src) == 3: expr = f"({self.r(u.src[2])}?{expr}:{R.render_const(0, u.dtype)})"
+    elif u.op is Ops.CAST: expr = R.render_cast(self.r(u.src[0]), u.src[0].dtype, u.dtype)
+    elif u.op is Ops.BITCAST: expr = R.render_bitcast(self.r(u.src[0]), u.src[0].dtype, u.dtype)
+    elif u.op in GroupOp.ALU:
+      cdiv = u.src[1].arg if u.op in (Ops.IDIV, Ops.MOD) and u.src[1].op is Ops.CONST else None
+      expr = R.render_alu(u.op, u.dtype, [self.r(s) for s in u.src], u.src[-1].dtype if u.op is Ops.WHERE else u.src[0].dtype, cdiv)
+    else: raise NotImplementedError(f"{type(R).__name__} has no rule for {u.op}")
+    self.names[u] = self.new_name()
+    self.emit(f"{R.ctype(u.dtype)} {self.names[u]} = {expr};")
+
+def _define_global(k: CKernel, u: UOp): k.names[u] = f"data{u.arg}"
+def _define_var(k: CKernel, u: UOp):
+  k.names[u] = u.arg[0]
+  k.vars.append(u)
+def _range(k: CKernel, u: UOp):
+  lo, hi = k.renderer.loop_bounds(k, u)
+  name = k.range_name(u)
+  k.emit(f"for ({k.renderer.ctype(u.dtype)} {name} = {lo}; {name} < {hi}; {name}++) {{")
+  k.depth += 1
+def _endrange(k: CKernel, u: UOp):
+  k.depth -= 1
+  k.emit("}")
+def _store(k: CKernel, u: UOp): k.emit(f"{k.r(u.src[0])}[{k.r(u.src[1])}] = {k.r(u.src[2])};")
+def _stage(k: CKernel, u: UOp):
+  k.names[u] = k.new_name("stage")
+  k.emit(f"{k.renderer.ctype(u.dtype)} {k.names[u]}[{u.arg}] __attribute__((aligned(64)));")
+def _define_acc(k: CKernel, u: UOp):
+  k.names[u] = name = k.new_name("acc")
+  t = k.renderer.ctype(u.dtype)
+  if isinstance(u.arg.arg, tuple):  # an accumulator array over a tile loop
+    n = u.arg.src[-1].src[0].arg
+    k.emit(f"{t} {name}[{n}];")
+    k.emit(f"for (int i = 0; i < {n}; i++) {name}[i] = {k.r(u.src[0])};")
+  else: k.emit(f"{t} {name} = {k.r(u.src[0])};")
+def _acc_update(k: CKernel, u: UOp):
+  acc = k.r(u.src[0]) + (f"[{k.r(u.src[2])}]" if len(u.src) == 3 else "")
+  k.emit(f"{acc} = {k.renderer.render_alu(u.arg, u.dtype, [acc, k.r(u.src[1])], u.dtype)};")
+def _reduce(k: CKernel, u: UOp):
+  acc = k.names[k.accs[u]]
+  if isinstance(u.arg, tuple):
+    k.names[u] = k.new_name()
+    k.emit(f"{k.renderer.ctype(u.dtype)} {k.names[u]} = {acc}[{k.r(u.arg[1])}];")
+  else: k.names[u] = acc
+
+# one rule per statement kind; every other UOp is a value (CKernel.value)
+STATEMENTS = {Ops.DEFINE_GLOBAL: _define_global, Ops.DEFINE_VAR: _define_var, Ops.CONST: lambda k, u: None, Ops.RANGE: _range,
+              Ops.ENDRANGE: _endrange, Ops.STORE: _store, Ops.STAGE: _stage, Ops.DEFINE_ACC: _define_acc, Ops.ACC_UPDATE: _acc_update,
+              Ops.REDUCE: _reduce}
+
+class ClangRenderer(CStyleRenderer):
+  """C for a CPU: loops whose values are float32 become SIMD vector code (renderer/cvector.py), and the outermost
+  output loop is split across the threads that call the kernel (core_id of n_cores). simd_width 0 renders plain C."""
+  vector_math_lib: bool = False  # glibc's libmvec is linked: exp/log/sin/... of a whole vector are one call
+  def __init__(self, device: str, **facts):
+    super().__init__(device)
+    for k, v in facts.items(): setattr(self, k, v)
+  @property
+  def vector_math(self) -> frozenset[Ops]: return frozenset(VECTOR_MATH) if self.vector_math_lib else frozenset()
+
+  def extra_params(self, k: CKernel) -> list[str]: return ["int core_id", "int n_cores"]
+  def render_kernel(self, k: CKernel, name: str, params: list[str]) -> str:
+    widths = {w for ws in k.vloops.values() for w in ws} | set(k.vinner.values())
+    prelude = self.prelude + "".join(vector_prelude(w, bool(self.vector_math)) for w in sorted(widths))
+    return prelude + f"{self.kernel_prefix}{name}({', '.join(params)}) {{\n" + "\n".join(k.lines) + "\n}\n"
+
+  def prepare(self, k: CKernel) -> None:
+    uops, width = k.uops, 0 if NOOPT else self.simd_width  # NOOPT: plain scalar C
+    k.vloops = vector_loops(uops, width)
+    k.vinner = inner_vector_loops(uops, width, set(k.vloops))
+    # acc -> its vectors' widths
+    k.vec_accs = {u.src[0]: k.vloops[u.src[2]] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in k.vloops}
+    # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)
+    first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
+    if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1: k.parallel = first
+
+  def loop_bounds(self, k: CKernel, u: UOp) -> tuple[str, str]:
+    if u is not k.parallel: return super().loop_bounds(k, u)
+    # the outermost loop is split evenly across the threads that call this kernel
+    n, t = u.src[0].arg, self.ctype(u.dtype)
+    return f"(({t})((long long)core_id*{n}/n_cores))", f"(({t})((long long)(core_id+1)*{n}/n_cores))"
+
+  def render_loop(self, k: CKernel, u: UOp) -> bool:
+    if u in k.vloops:  # a tile loop of accumulator arrays: straight-line vector code
+      VectorLoop(k, u).render(k.vloops[u])
+      return True
+    if u not in k.vinner: return False
+    # a loop over vectors of lanes
+    name, w = k.range_name(u), k.vinner[u]
+    n = u.src[0].arg // w
+    lo, hi = (f"core_id*{n}ll/n_cores", f"(core_id+1)*{n}ll/n_cores") if u is k.parallel else ("0", str(n))  # threads split the vectors
+    k.emit(f"for ({self.ctype(u.dtype)} {name} = {lo}; {name} < {hi}; {name}++) {{")
+    k.depth += 1
+    VectorLoop(k, u).render_vector(f"{name}*{w}", w)
+    k.depth -= 1
+    k.emit("}")
+    return True
+
+  def render_acc(self, k: CKernel, u: UOp) -> bool:
+    if u not in k.vec_accs: return False
+    k.names[u] = name = k.new_name("acc")
+    k.emit(" ".join(f"f32x{w} {name}_{g} = bcast_f32x{w}({k.r(u.src[0])});" for g, w in enumerate(k.vec_accs[u])))
+    return True

@@ -122,21 +122,22 @@ def vector_loops(uops: list[UOp], simd_width: int) -> dict[UOp, tuple[int, ...]]
   return widths
 
 class VectorLoop:
-  """Renders one tile loop; `scalar(op, dtype, srcs, src_dtype)` is the C renderer's scalar ALU."""
-  def __init__(self, body: list[UOp], lane: UOp, math: bool, names: dict[UOp, str], r: Callable[[UOp], str],
-               emit: Callable[[str], None], new_name: Callable[[], str], scalar: Callable, cast: Callable, ctype: Callable):
-    self.body, self.lane, self.math = body, lane, math
-    self.names, self.r, self.emit, self.new_name, self.scalar, self.cast, self.ctype = names, r, emit, new_name, scalar, cast, ctype
-    self.kind = kinds(body, lane) or {}
+  """Renders one loop of kernel k (renderer/cstyle.py CKernel) as vectors of lanes: names, emit and new_name are the
+  kernel's; scalar ALU, casts and C types are its renderer's."""
+  def __init__(self, k, lane: UOp):
+    self.body, self.lane, self.math = loop_body(k.uops, lane), lane, k.renderer.vector_math
+    self.names, self.r, self.emit, self.new_name = k.names, k.r, k.emit, k.new_name
+    self.scalar, self.cast, self.ctype = k.renderer.render_alu, k.renderer.render_cast, k.renderer.ctype
+    self.kind, self.accs = kinds(self.body, lane) or {}, k.accs
 
-  def render(self, widths: tuple[int, ...], accs: dict[UOp, UOp]):
+  def render(self, widths: tuple[int, ...]):
     """The whole tile, unrolled: vector g covers the next widths[g] lanes (acc_g holds its accumulators)."""
-    for g, w in enumerate(widths): self.render_vector(str(sum(widths[:g])), w, g, accs)
+    for g, w in enumerate(widths): self.render_vector(str(sum(widths[:g])), w, g)
 
-  def render_vector(self, base: str, width: int, g: int = 0, accs: dict[UOp, UOp] | None = None):
+  def render_vector(self, base: str, width: int, g: int = 0):
     """One vector of the loop, for lanes base ... base+width-1 (base: a C expression)."""
     self.base, self.lanes, self.w, self.vt, self.mt = base, {}, width, f"f32x{width}", f"i32x{width}"
-    for u in self.body: self._node(u, g, accs or {})
+    for u in self.body: self._node(u, g)
 
   # ---- operands
   def lane_val(self, u: UOp, i: int) -> str:
@@ -172,7 +173,7 @@ class VectorLoop:
     expr = f"{self.r(u.src[0])}[{self.lane_val(u.src[1], i)}]"
     return f"({self.lane_val(u.src[2], i)}?{expr}:0)" if len(u.src) == 3 else expr
 
-  def _node(self, u: UOp, g: int, accs: dict[UOp, UOp]):
+  def _node(self, u: UOp, g: int):
     kind, vt, w = self.kind.get(u), self.vt, self.w
     if u.op is Ops.STORE:
       ptr, step = self.r(u.src[0]), lane_stride(u.src[1], self.lane)
@@ -188,7 +189,7 @@ class VectorLoop:
         return self.emit(f"{acc} = fma_{self.vt}({self.vec(v.src[0])}, {self.vec(v.src[1])}, {acc});")
       return self.emit(f"{acc} = {self._alu(u.arg, [acc, self.vec(v)], [u.src[0], v])};")
     if u.op is Ops.REDUCE:
-      self.names[u] = f"{self.names[accs[u]]}_{g}"
+      self.names[u] = f"{self.names[self.accs[u]]}_{g}"
       return
     if kind == "l": return  # rendered lane by lane where used
     if u.op is Ops.LOAD: expr = self._load(u)
@@ -221,7 +222,7 @@ class VectorLoop:
     if op is Ops.MAX: return f"max_{vt}({s[0]}, {s[1]})"
     if op is Ops.WHERE: return f"where_{vt}({s[0]}, {s[1]}, {s[2]})"
     if op is Ops.ABS: return f"(({vt})((i32x{w}){s[0]} & 0x7fffffff))"  # clear the sign bit
-    if self.math and op in VECTOR_MATH and w in MVEC_ISA: return f"{_mvec(VECTOR_MATH[op], w)}({s[0]})"
-    if self.math and op is Ops.SIGMOID and w in MVEC_ISA: return f"(1.0f/(1.0f+{_mvec('exp', w)}(-{s[0]})))"
+    if op in self.math and w in MVEC_ISA: return f"{_mvec(VECTOR_MATH[op], w)}({s[0]})"
+    if Ops.EXP in self.math and op is Ops.SIGMOID and w in MVEC_ISA: return f"(1.0f/(1.0f+{_mvec('exp', w)}(-{s[0]})))"
     # no vector form: lane by lane
     return self._lanes(lambda i: self.scalar(op, dtypes.float32, [self.lane_val(x, i) for x in srcs], dtypes.float32))

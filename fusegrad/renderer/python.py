@@ -3,7 +3,13 @@ from __future__ import annotations
 import struct
 from fusegrad.dtype import dtypes, truncate, bf16_to_float, float_to_bf16
 from fusegrad.uop.ops import GroupOp, Ops, UOp, exec_alu
-from fusegrad.renderer import ProgramSpec, estimate, kernel_name
+from fusegrad.renderer import ProgramSpec, Renderer, estimate, kernel_name
+
+class PythonRenderer(Renderer):
+  """The interpreter runs any kernel; it takes the kernel optimizer's shapes of an AVX-512 CPU (16 lanes, 32 registers),
+  so that the CPU's optimized kernels, interpreted, are checked against the CPU's compiled ones."""
+  simd_width, vector_registers = 16, 32
+  def render(self, uops: list[UOp]) -> ProgramSpec: return render_python(uops)
 
 def render_python(uops: list[UOp]) -> ProgramSpec:
   name, shape = kernel_name(uops)

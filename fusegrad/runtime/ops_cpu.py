@@ -1,9 +1,9 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
 import _ctypes, concurrent.futures, contextlib, ctypes, functools, hashlib, os, platform, shutil, subprocess, sys, tempfile
-from fusegrad.helpers import CACHELEVEL, DISK_CACHE_MB, NOOPT, cache_dir, getenv
+from fusegrad.helpers import CACHELEVEL, DISK_CACHE_MB, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
-from fusegrad.renderer.cstyle import render_c
+from fusegrad.renderer.cstyle import ClangRenderer
 
 # -ffp-contract=off: a value recomputed in two kernels (fusion duplicates cheap work) must round the same in both, or
 # e.g. max-pool's backward (x == max) misses; explicit FMA is used only to accumulate reductions (renderer/cvector.py)
@@ -85,29 +85,27 @@ def vector_math(cc: str) -> bool:
   return proc.returncode == 0
 
 # CPU_ISA compiles for a narrower x86 ISA than the host's (gcc's -march levels), so the AVX2 or SSE code path can be
-# measured and tested on an AVX-512 machine: name -> (-march value, float32 lanes, the /proc/cpuinfo flag it needs)
-CPU_ISAS = {"avx512": ("x86-64-v4", 16, "avx512f"), "avx2": ("x86-64-v3", 8, "avx2"), "sse": ("x86-64-v2", 4, "sse4_2")}
+# measured and tested on an AVX-512 machine: name -> (-march value, float32 lanes, vector registers, the /proc/cpuinfo
+# flag it needs)
+CPU_ISAS = {"avx512": ("x86-64-v4", 16, 32, "avx512f"), "avx2": ("x86-64-v3", 8, 16, "avx2"), "sse": ("x86-64-v2", 4, 16, "sse4_2")}
 
 def _cpu_flags() -> str:
   try: return open("/proc/cpuinfo").read()
   except OSError: return ""
 
 @functools.cache
-def target_isa() -> tuple[str, int]:
-  """(-march value, float32 lanes of a vector register) for the kernels: the host's own, or CPU_ISA's."""
+def target_isa() -> tuple[str, int, int]:
+  """(-march value, float32 lanes of a vector register, vector registers) for the kernels: the host's own, or CPU_ISA's."""
   isa = os.getenv("CPU_ISA", "native").lower()
   if isa == "native":
+    if platform.machine() in ("aarch64", "arm64"): return "native", 4, 32  # NEON
     flags = _cpu_flags()
-    return "native", 16 if " avx512f" in flags else 8 if " avx2" in flags else 4  # 4: every 64-bit CPU has SSE2 or NEON
+    return ("native", *CPU_ISAS["avx512" if " avx512f" in flags else "avx2" if " avx2" in flags else "sse"][1:3])  # every x86-64 has SSE2
   if isa not in CPU_ISAS: raise RuntimeError(f"CPU_ISA={isa} is not one of native, {', '.join(CPU_ISAS)}")
-  march, lanes, needs = CPU_ISAS[isa]
+  march, lanes, registers, needs = CPU_ISAS[isa]
   if platform.machine() not in ("x86_64", "AMD64") or f" {needs}" not in _cpu_flags():
     raise RuntimeError(f"CPU_ISA={isa} needs an x86-64 CPU with {needs}; this one does not have it (kernels would crash): unset CPU_ISA")
-  return march, lanes
-
-def simd_width() -> int:
-  """float32 lanes of the target's widest vector registers."""
-  return target_isa()[1]
+  return march, lanes, registers
 
 @functools.cache
 def is_clang(cc: str) -> bool:
@@ -117,7 +115,7 @@ def is_clang(cc: str) -> bool:
 def compiler_flags(cc: str) -> tuple[str, ...]: return _compiler_flags(cc, target_isa())
 
 @functools.cache
-def _compiler_flags(cc: str, isa: tuple[str, int]) -> tuple[str, ...]:
+def _compiler_flags(cc: str, isa: tuple[str, int, int]) -> tuple[str, ...]:
   """CFLAGS plus workarounds for known compiler bugs, checked once per process against the patterns they broke."""
   # gcc 12's loop vectorizer miscompiles a sum of reversed loads gathered into a vector initializer
   # (flip(0).sum() of arange(10) gave 53); our kernels are explicit SIMD, so the auto-vectorizer adds little
@@ -214,15 +212,25 @@ def trim_disk_cache(d: str, cap: int, keep: str | None = None) -> None:
     _used.discard(path)  # if it comes back, it is a new file
     total -= size
 
+class CPURenderer(ClangRenderer):
+  """C for this CPU: its vector width and registers (or CPU_ISA's), libmvec where the compiler links it, and the flags
+  kernels are compiled with; each found on first use."""
+  @functools.cached_property
+  def simd_width(self) -> int: return target_isa()[1]  # type: ignore[override]
+  @functools.cached_property
+  def vector_registers(self) -> int: return target_isa()[2]  # type: ignore[override]
+  @functools.cached_property
+  def vector_math_lib(self) -> bool:  # type: ignore[override]
+    # libmvec's vector functions are called by their x86-64 vector ABI names
+    try: return platform.machine() in ("x86_64", "AMD64") and vector_math(find_compiler())
+    except RuntimeError: return False  # no compiler: compiling says so
+  @property
+  def compile_flags(self) -> tuple[str, ...]: return compiler_flags(find_compiler())  # type: ignore[override]
+
 class CPUDevice:
   beam_search = True  # kernel timings are real: BEAM may search optimizations by timing them
   def __init__(self, name: str):
-    self.name, self.allocator = name, CPUAllocator()
-  def render(self, uops) -> ProgramSpec:
-    # libmvec's vector functions are called by their x86-64 vector ABI names
-    try: math = platform.machine() in ("x86_64", "AMD64") and vector_math(find_compiler())
-    except RuntimeError: math = False  # no compiler: compile() says so
-    return render_c(uops, simd_width=0 if NOOPT else simd_width(), vector_math=math)  # NOOPT: plain scalar C
+    self.name, self.allocator, self.renderer = name, CPUAllocator(), CPURenderer(name)
   def compile(self, spec: ProgramSpec) -> CPUProgram:
     path = compile_c(spec.src)
     try: return CPUProgram(spec, path)

@@ -7,9 +7,10 @@ Writes (copyin) go to the file with pwrite, so the shared read-only mapping sees
 
 DISK runs no kernels: compute on a DISK tensor raises; move it first with `.to("CPU")`.
 
-Which tensors are byte ranges of a file is the scheduler's business: schedule/disk.py."""
+Which tensors are byte ranges of a file is decided with the buffer state (fusegrad/buffers.py)."""
 from __future__ import annotations
 import mmap, os
+from fusegrad.renderer import Renderer
 
 class DiskMem:
   """A mapping of a file (None when empty) and the byte range [offset, offset + nbytes) of it that a buffer holds."""
@@ -45,12 +46,14 @@ class DiskAllocator:
     if mem.mm is None or nbytes == 0: return memoryview(b"")
     return memoryview(mem.mm)[mem.offset:mem.offset + nbytes]
 
+class DiskRenderer(Renderer):
+  def render(self, uops):
+    raise RuntimeError(f"{self.device} is a file and runs no kernels; move the tensor to a compute device first, e.g. t.to('CPU')")
+
 class DiskDevice:
   def __init__(self, name: str):
     self.name, self.path = name, name.partition(":")[2]
-    self.allocator = DiskAllocator(self.path)
-  def render(self, uops):
-    raise RuntimeError(f"{self.name} is a file and runs no kernels; move the tensor to a compute device first, e.g. t.to('CPU')")
+    self.allocator, self.renderer = DiskAllocator(self.path), DiskRenderer(name)
   def compile(self, spec): raise RuntimeError(f"{self.name} is a file and runs no kernels")
   def synchronize(self): pass
 

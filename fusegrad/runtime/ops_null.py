@@ -1,7 +1,7 @@
 """NULL device: allocates nothing real and runs nothing; for counting kernels and testing the scheduler."""
 from __future__ import annotations
 from fusegrad.renderer import ProgramSpec
-from fusegrad.renderer.cstyle import render_c
+from fusegrad.renderer.cstyle import ClangRenderer
 
 class NullAllocator:
   def alloc(self, nbytes: int): return nbytes
@@ -13,8 +13,8 @@ class NullProgram:
   def __call__(self, mems, var_vals): pass
 
 class NullDevice:
-  def __init__(self, name: str): self.name, self.allocator = name, NullAllocator()
-  def render(self, uops) -> ProgramSpec: return render_c(uops)
+  # C for an AVX-512 CPU, never compiled: DEBUG=4 shows the code a CPU would get
+  def __init__(self, name: str): self.name, self.allocator, self.renderer = name, NullAllocator(), ClangRenderer(name, simd_width=16, vector_registers=32)
   def compile(self, spec: ProgramSpec) -> NullProgram: return NullProgram(spec)
   def synchronize(self): pass
 

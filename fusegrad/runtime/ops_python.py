@@ -2,7 +2,7 @@
 from __future__ import annotations
 from fusegrad.dtype import dtypes
 from fusegrad.renderer import ProgramSpec
-from fusegrad.renderer.python import render_python, run_python
+from fusegrad.renderer.python import PythonRenderer, run_python
 
 class PythonAllocator:
   def alloc(self, nbytes: int): return bytearray(nbytes)
@@ -22,8 +22,7 @@ class PythonProgram:
     run_python(self.spec.uops, views, var_vals)
 
 class PythonDevice:
-  def __init__(self, name: str): self.name, self.allocator = name, PythonAllocator()
-  def render(self, uops) -> ProgramSpec: return render_python(uops)
+  def __init__(self, name: str): self.name, self.allocator, self.renderer = name, PythonAllocator(), PythonRenderer(name)
   def compile(self, spec: ProgramSpec) -> PythonProgram: return PythonProgram(spec)
   def synchronize(self): pass
 

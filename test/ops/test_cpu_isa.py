@@ -13,7 +13,7 @@ def in_subprocess(isa: str, code: str) -> subprocess.CompletedProcess:
 def test_narrower_isa_sets_march_and_vector_width(isa, march, lanes):
   if f" {ops_cpu.CPU_ISAS[isa][2]}" not in HOST: pytest.skip(f"this CPU has no {ops_cpu.CPU_ISAS[isa][2]}")
   out = in_subprocess(isa, "from fusegrad.runtime import ops_cpu as o; from fusegrad import Tensor; import numpy as np\n"
-                           "print(o.compiler_flags(o.find_compiler())[3], o.simd_width())\n"
+                           "print(o.compiler_flags(o.find_compiler())[3], o.CPURenderer('CPU').simd_width)\n"
                            "x = np.arange(40, dtype=np.float32); print(float((Tensor(x).exp() * 2).sum().item() / (np.exp(x) * 2).sum()))")
   flags, ratio = out.stdout.split("\n")[:2]
   assert flags == f"-march={march} {lanes}" and abs(float(ratio) - 1) < 1e-5, out.stderr[-2000:]

@@ -1,7 +1,7 @@
 """Kernel optimizations, memory planning and TinyJit: optimized results equal NOOPT results on random shapes."""
 import numpy as np, pytest
 from hypothesis import given, settings, strategies as st
-from fusegrad import Tensor, TinyJit, GlobalCounters, Context
+from fusegrad import Tensor, TinyJit, GlobalCounters, Context, Device
 from fusegrad.nn import optim
 from fusegrad.engine import realize as realize_mod
 
@@ -149,7 +149,7 @@ def test_every_legal_action_matches_noopt():
     a, b = rng.standard_normal(a_shape, dtype=np.float32), rng.standard_normal(b_shape, dtype=np.float32)
     items, _ = create_schedule([(Tensor(a) @ Tensor(b)).uop])
     si = items[-1]
-    opts = actions(lower_and_simplify(si.ast))
+    opts = actions(lower_and_simplify(si.ast), Device[si.device].renderer)
     tried += len(opts)
     for opt in opts:
       prg = get_program(si.device, si.ast, opt)
@@ -192,9 +192,8 @@ def test_staged_vector_matmul_matches_noopt(fn, shapes):
   np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
 
 def test_heuristic_emits_simd_vectors_and_stage():
-  from fusegrad.runtime.ops_cpu import simd_width
   src = _kernel_src(Tensor.rand(64, 96).realize() @ Tensor.rand(96, 512).realize())
-  assert "stage0[" in src and f"f32x{min(simd_width(), 16)}" in src and "f32x" in src.split("void ")[-1]
+  assert "stage0[" in src and f"f32x{min(Device['CPU'].renderer.simd_width, 16)}" in src and "f32x" in src.split("void ")[-1]
   # a conv computes 4 output channels per weight-broadcast step (rows = output channels, vector = output x)
   src = _kernel_src(Tensor.rand(1, 8, 16, 16).realize().conv2d(Tensor.rand(8, 8, 3, 3).realize(), padding=1))
   assert "f32x" in src.split("void ")[-1]
@@ -367,7 +366,7 @@ def test_every_legal_action_of_a_conv_backward_matches_noopt():
     mems = [b.ensure_allocated()._mem for b in si.bufs]
     with Context(NOOPT=1): get_program(si.device, si.ast)(mems, [])
     want = bytes(si.bufs[0].as_memoryview())
-    for opt in actions(lower_and_simplify(si.ast)):
+    for opt in actions(lower_and_simplify(si.ast), Device[si.device].renderer):
       get_program(si.device, si.ast, opt)(mems, [])
       np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), np.frombuffer(want, np.float32), rtol=1e-4, atol=1e-4, err_msg=str(opt))
       tried += 1

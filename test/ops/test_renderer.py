@@ -14,10 +14,9 @@ from fusegrad.schedule import create_schedule
 from fusegrad.codegen.lowerer import lower_kernel
 from fusegrad.codegen.linearize import linearize
 from fusegrad.engine.realize import get_program
-from fusegrad.runtime.ops_cpu import simd_width
 from fusegrad.uop.ops import Ops
 
-W = simd_width()
+W = Device["CPU"].renderer.simd_width
 
 @pytest.fixture(autouse=True)
 def cpu_device():
@@ -71,7 +70,7 @@ def test_every_kernel_compiles_and_declares_its_buffers():
   for t in (x * 2 + 1, (x.T @ x).relu(), (x > 0).where(x, i8.cast(dtypes.float32)).max(1), i8 * i8 + 3, x.cast(dtypes.float16) * 3):
     items, _ = create_schedule([t.uop])
     for si in items:
-      spec = Device["CPU"].render(linearize(lower_kernel(si.ast)))
+      spec = Device["CPU"].renderer.render(linearize(lower_kernel(si.ast), Device["CPU"].renderer))
       prg = Device["CPU"].compile(spec)  # raises with the compiler's message if the C is invalid
       assert prg.fn is not None and spec.name in spec.src
       params = re.search(rf"void {spec.name}\((.*?)\)", spec.src).group(1)

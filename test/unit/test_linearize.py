@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from fusegrad import Tensor, Context, dtypes
-from fusegrad.device import Buffer
+from fusegrad.device import Buffer, Device
 from fusegrad.schedule import create_schedule
 from fusegrad.codegen.lowerer import lower_kernel
 from fusegrad.codegen.linearize import linearize
@@ -83,8 +83,8 @@ def programs(t: Tensor, all_opts=False):
   for si in items:
     if si.ast.src[0].op is Ops.COPY: continue
     k = lower_kernel(si.ast)
-    opts = [None] + (actions(lower_and_simplify(si.ast)) if all_opts else [])
-    out += [(si, opt, linearize(k, opt)) for opt in opts]
+    opts = [None] + (actions(lower_and_simplify(si.ast), Device[si.device].renderer) if all_opts else [])
+    out += [(si, opt, linearize(k, Device[si.device].renderer, opt)) for opt in opts]
   return items, out
 
 def ranges_at(prog, node):

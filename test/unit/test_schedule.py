@@ -1,6 +1,6 @@
 """Fusion decisions, checked by counting kernels (GlobalCounters), not by timing."""
 import numpy as np
-from fusegrad import Tensor, GlobalCounters
+from fusegrad import Tensor, GlobalCounters, Device
 from fusegrad.schedule import create_schedule
 from fusegrad.codegen.lowerer import lower_kernel
 from fusegrad.codegen.linearize import linearize
@@ -218,7 +218,7 @@ class TestConstants:
     out = Tensor.ones(5) * 3 + 2
     items, _ = create_schedule([out.uop])
     assert len(items) == 1
-    prog = linearize(lower_kernel(items[0].ast))
+    prog = linearize(lower_kernel(items[0].ast), Device[items[0].device].renderer)
     assert not [u for u in prog if u.op in GroupOp.ALU], "constant arithmetic survived to the kernel"
 
   def test_full_and_arange(self):

@@ -1,15 +1,16 @@
-"""The schedule cache (schedule/__init__.py): a graph realized again with new input buffers reuses the cached schedule,
+"""The schedule cache (schedule/cache.py): a graph realized again with new input buffers reuses the cached schedule,
 and gives exactly what the uncached path gives (SCACHE=0)."""
 import numpy as np
 import pytest
 from fusegrad import Tensor, TinyJit, Context, Variable, dtypes
-from fusegrad import schedule as sched
+from fusegrad import buffers, schedule as sched
+from fusegrad.schedule import cache
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-  sched._cache.clear()
+  cache._cache.clear()
   yield
-  sched._cache.clear()
+  cache._cache.clear()
 
 @pytest.fixture
 def analyses(monkeypatch):
@@ -49,14 +50,14 @@ def test_hit_builds_the_same_schedule():
   hit, hit_views = sched.create_schedule([(t := step(x1)).uop])
   with Context(SCACHE=0): miss, miss_views = sched.create_schedule([t.uop])
   assert schedule_shape(hit) == schedule_shape(miss) and len(hit) > 1
-  assert sched.buffers[sched.buffer_view(x1.uop)] in hit[0].bufs  # this call's input, not the cached one's
+  assert buffers.buffer_of(buffers.buffer_view(x1.uop)) in hit[0].bufs  # this call's input, not the cached one's
   (hv,), (mv,) = hit_views.values(), miss_views.values()
-  assert (hv.shape, hv.dtype) == (mv.shape, mv.dtype) and sched.buffers[hv.base] is hit[-1].bufs[0]
+  assert (hv.shape, hv.dtype) == (mv.shape, mv.dtype) and buffers.buffer_of(hv.base) is hit[-1].bufs[0]
 
 def test_new_outputs_every_call():
   x = Tensor(data(0)).realize()
   a, b = step(x).realize(), step(x).realize()
-  assert sched.buffer_view(a.uop) is not sched.buffer_view(b.uop)
+  assert buffers.buffer_view(a.uop) is not buffers.buffer_view(b.uop)
   np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 @pytest.mark.parametrize("other", [dict(shape=(5, 3)), dict(dtype=np.int32), dict(shape=(3, 6))])
@@ -80,9 +81,9 @@ def test_signed_zero_constants_stay_apart():
 
 def test_cache_off_switch():
   with Context(SCACHE=0): step(Tensor(data(0)).realize()).realize()
-  assert not sched._cache
+  assert not cache._cache
   step(Tensor(data(0)).realize()).realize()
-  assert sched._cache
+  assert cache._cache
 
 def test_realize_several_targets(analyses):
   def both(x):
@@ -123,7 +124,7 @@ def test_realized_nodes_sharing_a_buffer():
   old_s1, old_s2 = s1.uop, s2.uop
   assert old_s1 is not old_s2
   Tensor.realize_all(s1, s2)
-  assert sched.buffer_view(old_s1) is sched.buffer_view(old_s2)
+  assert buffers.buffer_view(old_s1) is buffers.buffer_view(old_s2)
   np.testing.assert_allclose((Tensor(old_s1) * Tensor(old_s2)).numpy(), (data(0) + 2) ** 2, rtol=1e-6)
 
 def test_assign_loop_matches_numpy(analyses):

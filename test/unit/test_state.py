@@ -5,11 +5,10 @@ import argparse, collections, json, os, pickle, struct
 import numpy as np
 import pytest
 from fusegrad import Tensor, dtypes
-from fusegrad import schedule as sched
+from fusegrad import buffers
 from fusegrad.device import BufferView
 from fusegrad.nn.state import (CheckpointError, get_parameters, get_state_dict, load_state_dict, safe_load, safe_load_metadata,
                                safe_save, torch_load)
-from fusegrad.schedule.disk import disk_view
 
 torch = pytest.importorskip("torch")
 DEV = "PYTHON"
@@ -68,7 +67,7 @@ def test_load_state_dict_copies_and_casts(tmp_path):
   load_state_dict(n, sd)
   assert n.layers[0].weight is w  # the model's tensors are updated, not replaced
   for k, t in get_state_dict(n).items():
-    assert t.device == DEV and sched.buffer_view(t.uop) is not None, k  # realized on the model's device
+    assert t.device == DEV and buffers.buffer_view(t.uop) is not None, k  # realized on the model's device
     np.testing.assert_array_equal(t.numpy(), src[k].astype(t.numpy().dtype))
   assert n.layers[0].bias.dtype == dtypes.float32 and n.steps.dtype == dtypes.int64
 
@@ -141,7 +140,7 @@ def test_safe_load_is_lazy_and_reads_only_the_range(tmp_path, monkeypatch):
   big = np.arange(1 << 20, dtype=np.float32)
   safe_save({"big": Tensor(big), "small": Tensor(np.array([1, 2, 3], np.int16))}, tmp_path / "l.safetensors")
   sd = safe_load(tmp_path / "l.safetensors")
-  buf = sched.buffers[sched.buffer_view(sd["small"].uop)]
+  buf = buffers.buffer_of(buffers.buffer_view(sd["small"].uop))
   assert isinstance(buf, BufferView) and buf.nbytes == 6
   seen = []
   orig = BufferView.as_memoryview
@@ -290,24 +289,18 @@ def test_disk_device_reads_writes_and_refuses_compute(tmp_path):
   assert np.frombuffer((tmp_path / "new.bin").read_bytes(), np.float32).tolist() == [1.5, -2.0]
   assert out.tolist() == [1.5, -2.0]
 
-def test_disk_view_hook(tmp_path, monkeypatch):
-  """disk_view is the scheduler hook: wired into schedule.buffer_view, slicing a DISK tensor copies only that range."""
+def test_disk_byte_range_views(tmp_path):
+  """buffer_view of a DISK slice that is one contiguous byte range is a view of those bytes: copying it reads only them."""
   p = tmp_path / "raw.bin"
   p.write_bytes(np.arange(24, dtype=np.int32).tobytes())
   t = Tensor.empty(24, dtype=dtypes.int32, device=f"disk:{p}")
   s = t[4:10]
-  v = disk_view(s.uop)
-  assert v is not None and disk_view(s.uop) is v and sched.buffers[v].offset == 16 and sched.buffers[v].size == 6
+  v = buffers.buffer_view(s.uop)
+  assert v is not None and buffers.buffer_view(s.uop) is v and buffers.buffer_of(v).offset == 16 and buffers.buffer_of(v).size == 6
   m = t.reshape(4, 6)
-  assert sched.buffers[disk_view(m[1:3].uop)].offset == 24  # whole rows: contiguous
-  assert sched.buffers[disk_view(m[2, 1:4].uop)].offset == 13 * 4  # part of one row: contiguous
-  assert disk_view(m[1:3, 1:4].uop) is None  # parts of two rows: not one range
-  assert disk_view(t.bitcast(dtypes.float32)[2:4].uop) is not None
-  assert disk_view(Tensor(np.arange(4), device=DEV)[1:3].uop) is None  # only DISK
-  orig = sched.buffer_view
-  def hooked(u):
-    if (r := orig(u)) is not None: return r
-    while u.op.name == "RESHAPE": u = u.src[0]
-    return disk_view(u)
-  monkeypatch.setattr(sched, "buffer_view", hooked)
+  assert buffers.buffer_of(buffers.buffer_view(m[1:3].uop)).offset == 24  # whole rows: contiguous
+  assert buffers.buffer_of(buffers.buffer_view(m[2, 1:4].uop)).offset == 13 * 4  # part of one row: contiguous
+  assert buffers.buffer_view(m[1:3, 1:4].uop) is None  # parts of two rows: not one range
+  assert buffers.buffer_view(t.bitcast(dtypes.float32)[2:4].uop) is not None
+  assert buffers.buffer_view((Tensor(np.arange(4), device=DEV) + 1)[1:3].uop) is None  # only DISK
   assert m[1:3].to(DEV).realize().tolist() == [list(range(6, 12)), list(range(12, 18))]

@@ -1,0 +1,139 @@
+"""The schedule cache. A training step or `f(x_i).realize()` builds a fresh graph every call (new input BUFFERs make
+every node above them new), but its structure repeats. The cache keys a schedule on that structure with the input
+buffers abstracted to slots and bound variable values left out, and on a hit rebuilds the items on this call's buffers."""
+from __future__ import annotations
+import struct
+from fusegrad.buffers import buffer_of, is_realized, new_buffer_uop, realized_view
+from fusegrad.device import Buffer
+from fusegrad.helpers import ContextVar
+from fusegrad.schedule.fusion import EXPAND_COST_LIMIT
+from fusegrad.schedule.kernel import ScheduleItem
+from fusegrad.uop.ops import Ops, UOp
+
+SCACHE = ContextVar("SCACHE", 1)
+CACHE_SIZE = 256
+_cache: dict[tuple, "Template"] = {}
+
+class Walk:
+  """One pass over the graph giving both the scheduler's toposort (same order as `sink.toposort(stop at BUFFER or
+  realized)`, so a miss on a graph without BINDs reuses it) and the cache key: one (op, dtype, arg, source entry
+  indices) entry per node.
+  Input buffers become slots numbered by first use and a BIND keeps its variable but not its value, so the key repeats
+  when the structure does. The key holds plain data, never a node: keeping graph nodes alive would keep them in the
+  weak `realized` map and change what later, hash-consed-equal graphs compute. key is None: do not cache this graph."""
+  __slots__ = ("order", "key", "ins", "in_uops", "binds", "saw_realized")
+  def __init__(self, sink: UOp):
+    self.order, self.ins, self.in_uops, self.binds, self.saw_realized = [], {}, {}, {}, False
+    key: list = [EXPAND_COST_LIMIT]
+    refs: dict[UOp, int] = {}  # node -> its entry in key
+    seen: set[UOp] = set()
+    # a None on the stack means "the node under it has all its sources done"; sources are pushed even when already
+    # seen and skipped when popped, which gives toposort's order without a filtering generator per node
+    stack: list = [sink]
+    order, binds, ok, pop, push = self.order, self.binds, True, stack.pop, stack.append
+    BUFFER, BIND, CONST, COPY = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY
+    while stack:
+      u = pop()
+      if u is not None:
+        if u in seen: continue
+        seen.add(u)
+        if u.op is not BUFFER and not is_realized(u):
+          push(u); push(None)
+          # a bound value is not walked (it is not part of the key); the order then lacks it, see `order_ok`
+          if u.op is BIND: push(u.src[0])
+          else: stack += u.src[::-1]
+          continue
+        # a stop node: toposort appends it right away
+        order.append(u)
+        if ok:
+          ent = self._input(u) if u.op is BUFFER else self._realized(realized_view(u))
+          if ent is None: ok = False
+          else: refs[u] = len(key); key.append(ent)
+        continue
+      u = pop()
+      order.append(u)
+      if not ok: continue
+      op = u.op
+      # a device transfer is rare in a step and has its own item kind: not worth keying
+      if op is COPY: ok = False; continue
+      if op is BIND:
+        binds.setdefault(u, len(binds))
+        ent: tuple = (op._value_, u.dtype, refs[u.src[0]])
+      # Enum hashing runs Python code, so ops key as their int value; constants key as exact bits (0.0 == -0.0)
+      else: ent = (op._value_, u.dtype, self._const_key(u.arg) if op is CONST else u.arg, tuple([refs[s] for s in u.src]))
+      refs[u] = len(key)
+      key.append(ent)
+    self.key = tuple(key) if ok else None
+
+  @staticmethod
+  def _const_key(v) -> tuple:
+    """1 == 1.0 == True and 0.0 == -0.0 in Python; the key keeps them apart like hash-consing does (type, exact bits)."""
+    return (v.__class__, struct.pack("<d", v) if v.__class__ is float else v)
+
+  @property
+  def order_ok(self) -> bool: return not self.binds  # BIND values were left out of the walk
+
+  def _input(self, u: UOp) -> tuple | None:
+    """A BUFFER as a slot: numbered by first use of its Buffer object (kernels dedupe inputs by Buffer) and of the
+    BUFFER node (which nodes merge once realized nodes are swapped for views), plus what the kernel reads of it.
+    DISK buffers stay out: their views are made by the scheduler itself."""
+    buf = buffer_of(u)
+    if buf is None or u.src[0].arg.startswith("DISK"): return None
+    return (Ops.BUFFER._value_, self.ins.setdefault(buf, len(self.ins)), self.in_uops.setdefault(u, len(self.in_uops)),
+            u.dtype, u.arg[1], u.src[0].arg, buf.size, buf.dtype, buf.device)
+
+  def _realized(self, view: UOp) -> tuple | None:
+    """An already-realized node, keyed by the (small) buffer view that replaces it."""
+    self.saw_realized = True
+    if view.op is Ops.BUFFER: return self._input(view)
+    srcs = tuple(self._realized(s) for s in view.src)
+    return None if None in srcs else (view.op._value_, view.dtype, view.arg, srcs)
+
+class Template:
+  """A cached schedule with its buffers as slots: inputs first (in Walk's order), then one per distinct buffer the
+  schedule allocated (after memory planning, so reuse is replayed as is)."""
+  __slots__ = ("items", "new", "outs")
+  def __init__(self, items: tuple, new: tuple, outs: tuple): self.items, self.new, self.outs = items, new, outs
+
+  @staticmethod
+  def build(w: Walk, items: list[ScheduleItem], item_binds: list[tuple], views: list[UOp]) -> Template | None:
+    slot: dict[Buffer, int] = dict(w.ins)
+    new: list[tuple] = []
+    for si in items:
+      if (b := si.bufs[0]) not in slot:
+        slot[b] = len(slot)
+        new.append((b.device, b.size, b.dtype))
+    titems = []
+    for si, binds in zip(items, item_binds):
+      refs = tuple(slot.get(b, -1) for b in si.bufs)
+      # a buffer the walk did not see, or a variable bound below a realized node: do not cache
+      if -1 in refs or any(b not in w.binds for b in binds): return None
+      titems.append((si.ast, refs, si.device, tuple((v, w.binds[b]) for (v, _), b in zip(si.var_vals, binds))))
+    outs = []
+    for v in views:  # targets must land in buffers this schedule allocates
+      r = slot.get(buffer_of(v.src[0]), -1) if v.op is Ops.RESHAPE and v.src[0].op is Ops.BUFFER else -1
+      if r < len(w.ins): return None
+      outs.append((r, v.dtype, v.arg))
+    return Template(tuple(titems), tuple(new), tuple(outs))
+
+  def instantiate(self, w: Walk, originals: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
+    """The schedule the uncached path would give for this call: this call's inputs and bound values, fresh outputs."""
+    bufs = list(w.ins) + [Buffer(*spec) for spec in self.new]
+    vals = [b.src[1].arg for b in w.binds]
+    items = [ScheduleItem(ast, tuple([bufs[r] for r in refs]), dev, tuple([(v, vals[i]) for v, i in var_refs]))
+             for ast, refs, dev, var_refs in self.items]
+    out_uops: dict[int, UOp] = {}
+    views: dict[UOp, UOp] = {}
+    for o, (r, dtype, shape) in zip(originals, self.outs):
+      if r not in out_uops: b = bufs[r]; out_uops[r] = new_buffer_uop(b.device, b.size, b.dtype, b)
+      views[o] = UOp(Ops.RESHAPE, dtype, (out_uops[r],), shape)
+    return items, views
+
+def lookup(w: Walk) -> Template | None: return _cache.get(w.key) if w.key is not None else None
+
+def remember(w: Walk, items: list[ScheduleItem], item_binds: list[tuple], views: list[UOp]) -> None:
+  """Keep this miss's schedule for the next graph of the same structure, if it can be replayed on other buffers."""
+  if w.key is None or (tpl := Template.build(w, items, item_binds, views)) is None: return
+  # first in, first out: a hot graph that gets pushed out costs one miss to come back, and a hit stays cheap
+  if len(_cache) >= CACHE_SIZE: _cache.pop(next(iter(_cache)))
+  _cache[w.key] = tpl

@@ -1,0 +1,69 @@
+"""Fusion: which nodes of a tensor graph get their own buffer (end a kernel). Everything else fuses into the kernel of
+the node that reads it: elementwise chains into the reduce that consumes them, movement ops into index math."""
+from __future__ import annotations
+from fusegrad.uop.ops import GroupOp, Ops, UOp
+
+EXPAND_COST_LIMIT = 8
+EXPENSIVE = {Ops.SIGMOID, Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.POW, Ops.TANH, Ops.ERF, Ops.IDIV, Ops.MOD}
+
+def _cost(u: UOp, stop) -> int:
+  """Rough ALU count of the fused work that computes u (stops at buffers and materialized nodes)."""
+  total, seen, stack = 0, set(), [u]
+  while stack:
+    x = stack.pop()
+    if x in seen or x.op is Ops.BUFFER or (x is not u and x in stop): continue
+    seen.add(x)
+    if x.op is Ops.REDUCE_AXIS: return EXPAND_COST_LIMIT + 1
+    total += 4 if x.op in EXPENSIVE else 1 if x.op in GroupOp.ALU else 0
+    stack.extend(x.src)
+  return total
+
+def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
+  """Which nodes get their own buffer. Walking users before sources, track the distinct index contexts each node
+  would be evaluated in if fused (a kernel root, or a movement op's view of a context; elementwise users share
+  their context, so x*x reads x once) and whether it is read through a broadcast. A reduce evaluated in more than
+  one context, or through an expand, would redo its whole loop each time: it gets a buffer."""
+  materialize: dict[UOp, None] = dict.fromkeys(targets)
+  materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY)))
+  users: dict[UOp, list[UOp]] = {}
+  for u in order:
+    for s in u.src: users.setdefault(s, []).append(u)
+  ctx: dict[UOp, frozenset] = {}
+  expanded: dict[UOp, bool] = {}
+  in_reduce: dict[UOp, bool] = {}  # evaluated inside a reduce loop of its kernel
+  for u in reversed(order):
+    if u.op is Ops.SINK: continue
+    ps = users.get(u, [])
+    seen: set = set()
+    for p in ps:
+      if p in materialize: seen.add(p)
+      elif p.op in GroupOp.Movement or p.op is Ops.GATHER: seen.update((p, t) for t in ctx.get(p, ()))
+      else: seen.update(ctx.get(p, ()))
+      if len(seen) > 1: break  # only "one or more than one" matters
+    ctx[u] = frozenset(list(seen)[:2]) or frozenset([u])
+    expanded[u] = any(p not in materialize and (expanded.get(p, False) or _expands(p)) for p in ps)
+    in_reduce[u] = any(p.op is Ops.REDUCE_AXIS or (p not in materialize and in_reduce.get(p, False)) for p in ps)
+    # a reduce that reuses its inputs (matmul, conv: it reads through a broadcast) nested in another reduce's loop makes
+    # a kernel the optimizer cannot tile (a matmul summed to a scalar ran at 1 GFLOP/s): it gets a buffer, and both
+    # kernels are optimized on their own. A plain nested sum (x.sum(1).sum()) stays one kernel.
+    if u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u] or in_reduce[u] and _reads_broadcast(u, materialize)): materialize[u] = None
+    # a padded input read through sliding windows (a padded conv) is copied once, so the conv's loads need no bounds checks
+    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW for p in ps): materialize[u] = None
+    elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
+      # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
+      materialize[u] = None
+    if u in materialize: ctx[u], expanded[u] = frozenset([u]), False
+  return materialize
+
+def _reads_broadcast(u: UOp, stop) -> bool:
+  """Does the fused work that computes u read something through an expand or sliding window (stops at buffers and materialized nodes)?"""
+  seen, stack = set(), list(u.src)
+  while stack:
+    x = stack.pop()
+    if x in seen or x.op is Ops.BUFFER or x in stop: continue
+    seen.add(x)
+    if _expands(x): return True
+    stack.extend(x.src)
+  return False
+
+def _expands(u: UOp) -> bool: return u.op in (Ops.EXPAND, Ops.WINDOW) and u.size > u.src[0].size

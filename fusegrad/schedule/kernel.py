@@ -1,0 +1,46 @@
+"""One kernel per materialized node: its value becomes SINK(STORE(DEFINE_GLOBAL(0), value)), materialized sources
+become DEFINE_GLOBAL loads, and bound variables become DEFINE_VARs whose values travel with the item."""
+from __future__ import annotations
+from dataclasses import dataclass
+from fusegrad.buffers import buffer_of, buffer_view
+from fusegrad.dtype import dtypes
+from fusegrad.uop.ops import Ops, UOp
+
+@dataclass(frozen=True)
+class ScheduleItem:
+  ast: UOp               # SINK(STORE(DEFINE_GLOBAL(0), value)) or SINK(COPY)
+  bufs: tuple            # Buffer objects; bufs[i] is DEFINE_GLOBAL(i)
+  device: str
+  var_vals: tuple = ()   # ((DEFINE_VAR, value), ...) bound for this launch
+
+def build_kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> tuple[ScheduleItem, tuple]:
+  """The kernel computing u into `out`: materialized sources become DEFINE_GLOBAL loads, bound variables become
+  DEFINE_VARs whose values travel with the item. Also returns the BIND behind each of the item's var_vals."""
+  if u.op is Ops.COPY:
+    src = u.src[0]
+    bv = out_view[src].base if src in out_view else buffer_view(src)
+    if bv is not None and src.device != u.device:
+      return ScheduleItem(UOp(Ops.SINK, dtypes.void, (UOp(Ops.COPY, u.dtype, (), (src.device, u.device)),)), (buffer_of(out), buffer_of(bv)), u.device), ()
+  bufs = [buffer_of(out)]
+  var_vals: dict[UOp, UOp] = {}  # DEFINE_VAR -> the BIND giving its value
+  index: dict[UOp, UOp] = {}
+  for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: x is not u and (x in out_view or x.op is Ops.BUFFER)):
+    if x is not u and (x in out_view or x.op is Ops.BUFFER):
+      buf = buffer_of(out_view[x].base if x in out_view else x)
+      if buf not in bufs: bufs.append(buf)
+      g = UOp(Ops.DEFINE_GLOBAL, buf.dtype.ptr(buf.size), (), bufs.index(buf))
+      r = UOp(Ops.RESHAPE, g.dtype.base, (g,), x.shape) if x.shape != g.shape else g
+    elif x.op is Ops.CONST: r = UOp(Ops.CONST, x.dtype, (), x.arg)
+    elif x.op is Ops.BIND:  # the kernel sees only the variable; its value is passed at launch, so no recompile
+      r, n = x.src[0], 0
+      while var_vals.setdefault(r, x).src[1].arg != x.src[1].arg:  # a second binding in one kernel gets its own name
+        n += 1
+        r = x.src[0].replace(arg=(f"{x.src[0].arg[0]}_{n}",) + x.src[0].arg[1:])
+    elif x.op is Ops.COPY: r = index[x.src[0]]
+    elif x.op is Ops.DEVICE: continue
+    else: r = x.replace(src=tuple(index[s] for s in x.src if s.op is not Ops.DEVICE))
+    index[x] = r
+  value = index[u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u]
+  g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)
+  ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (g0, value)),))
+  return ScheduleItem(ast, tuple(bufs), u.device, tuple((v, b.src[1].arg) for v, b in var_vals.items())), tuple(var_vals.values())
