@@ -1,73 +1,70 @@
 """Reverse-mode differentiation as a graph-to-graph function on tensor-level UOps: one rule per op.
 
-The gradient graph is ordinary lazy Tensor graph, so it fuses and schedules like any forward computation."""
+The rules build with UOp's op builders (OpBuilder in uop/ops.py), which make the nodes Tensor's methods of the same names make:
+the gradient graph is ordinary lazy graph, and fuses and schedules like any forward computation."""
 from __future__ import annotations
 import itertools, math, weakref
 from typing import Callable
 from fusegrad.dtype import dtypes
-from fusegrad.helpers import _T
 from fusegrad.uop.ops import Ops, UOp
 
-def _unbroadcast_expand(g, src: UOp):
+def _unbroadcast_expand(g: UOp, src: UOp) -> UOp:
   """EXPAND backward: sum over the dims the expand made larger."""
   axes = tuple(i for i, (a, b) in enumerate(zip(src.shape, g.shape)) if a != b)
   return g.sum(axes, keepdim=True, dtype=g.dtype) if axes else g
 
-def _max_hits(x, out):
+def _max_hits(x: UOp, out: UOp) -> UOp:
   """Where x holds its max `out` (keepdim shape): equal values, or NaN where the max is NaN."""
   oe = out.expand(x.shape)
-  return (x == oe) | ((x != x) & (oe != oe)) if dtypes.is_float(x.dtype) else x == oe
+  return x.eq(oe) | (x.ne(x) & oe.ne(oe)) if dtypes.is_float(x.dtype) else x.eq(oe)
 
-def _reduce_grad(g, u: UOp):
+def _reduce_grad(g: UOp, u: UOp):
   op, axes = u.arg
-  x = _T()(u.src[0])
+  x = u.src[0]
   if op is Ops.ADD: return (g.expand(x.shape),)
-  out = _T()(u)
   if op is Ops.MAX:
     # torch.max()'s rule: ties split the gradient evenly, a NaN max sends it to the NaN inputs. Select with where, never
     # multiply by a 0/1 mask: an inf or NaN upstream gradient must not reach the inputs that were not chosen (0 * inf = NaN)
-    hit = _max_hits(x, out)
-    if (s := u.src[0]).op is Ops.CONTIGUOUS and s.arg is None and s.src[0].op is Ops.REDUCE_AXIS and s.src[0].arg[0] is Ops.MAX:
-      # the second pass of a max in two passes (Tensor._reduce_in_groups): weight each partial max by its number of tied
-      # inputs, so that ties split evenly over the original elements, not per group
-      inner = s.src[0]
-      w = hit.where(_max_hits(_T()(inner.src[0]), _T()(inner)).cast(g.dtype).sum(inner.arg[1], keepdim=True, dtype=g.dtype), 0)
+    hit = _max_hits(x, u)
+    if x.op is Ops.CONTIGUOUS and x.arg is None and x.src[0].op is Ops.REDUCE_AXIS and x.src[0].arg[0] is Ops.MAX:
+      # the second pass of a max in two passes (OpBuilder._reduce_in_groups): weight each partial max by its number of
+      # tied inputs, so that ties split evenly over the original elements, not per group
+      inner = x.src[0]
+      w = hit.where(_max_hits(inner.src[0], inner).cast(g.dtype).sum(inner.arg[1], keepdim=True, dtype=g.dtype), 0)
       return (hit.where((g / w.sum(axes, keepdim=True, dtype=g.dtype)).expand(x.shape) * w, 0),)
     return (hit.where((g / hit.cast(g.dtype).sum(axes, keepdim=True, dtype=g.dtype)).expand(x.shape), 0),)
   if op is Ops.MUL:
     # product of all the other elements; correct with zeros as well (one zero: only it gets a gradient)
-    zero = x == 0
+    zero = x.eq(0)
     nonzero_prod = zero.where(1, x).prod(axes, keepdim=True, dtype=x.dtype)
     nzeros = zero.cast(g.dtype).sum(axes, keepdim=True, dtype=g.dtype)
-    others = (nzeros == 0).where(out.expand(x.shape) / zero.where(1, x), 0) + \
-             ((nzeros == 1) & zero).where(nonzero_prod.expand(x.shape), 0)
+    others = nzeros.eq(0).where(u.expand(x.shape) / zero.where(1, x), 0) + \
+             (nzeros.eq(1) & zero).where(nonzero_prod.expand(x.shape), 0)
     return (g.expand(x.shape) * others,)
   raise NotImplementedError(f"no gradient for reduce {op}")
 
-def _pow_grad(g, u: UOp):
-  a, b, out = _T()(u.src[0]), _T()(u.src[1]), _T()(u)
-  ga = g * (b == 0).where(0, b * a.pow(b - 1))  # d(a**0)/da is 0, also at a == 0 where a**-1 is inf
-  gb = g * ((a == 0) & (b >= 0)).where(0, out * a.log())
+def _pow_grad(g: UOp, u: UOp):
+  a, b = u.src
+  ga = g * b.eq(0).where(0, b * a.pow(b - 1))  # d(a**0)/da is 0, also at a == 0 where a**-1 is inf
+  gb = g * (a.eq(0) & (b >= 0)).where(0, u * a.log())
   return ga, gb
 
-def _max_grad(g, u: UOp):
-  a, b = _T()(u.src[0]), _T()(u.src[1])
+def _max_grad(g: UOp, u: UOp):
+  a, b = u.src
   # torch.maximum's rule: ties split the gradient 0.5/0.5, a NaN input passes it to both. Selected with where, never by
   # multiplying with a 0/1 mask, so an inf/NaN upstream gradient does not leak into the input that was not chosen
-  share = (a == b).where(g * 0.5, g)
+  share = a.eq(b).where(g * 0.5, g)
   return (a < b).where(0, share), (a > b).where(0, share)
 
-def _gather_grad(g, u: UOp):
+def _gather_grad(g: UOp, u: UOp):
   # scatter-add: every output position sends its gradient to the source element it read
-  Tensor = _T()
-  dim, x, index = u.arg, u.src[0], _T()(u.src[1])
-  n = x.shape[dim]
-  hit = index.unsqueeze(-1) == Tensor.arange(n, device=index.device)          # (*index.shape, n)
+  dim, (x, index) = u.arg, u.src
+  hit = index.unsqueeze(-1).eq(UOp.arange(x.shape[dim], device=index.device))  # (*index.shape, n)
   contrib = (hit.cast(g.dtype) * g.unsqueeze(-1)).transpose(dim, -1)          # n moves to `dim`, index's dim to the end
   out = contrib.sum(-1, dtype=g.dtype)                                          # (*index.shape with n at dim)
   return (out.pad(tuple((0, xs - os) for xs, os in zip(x.shape, out.shape))), None)
 
-def _window_grad(g, u: UOp):
+def _window_grad(g: UOp, u: UOp):
   # each input element collects the gradient of every window position that read it: one shifted copy per offset k
   k_, s_, d_ = u.arg
   n, src_shape = len(k_), u.src[0].shape
@@ -80,7 +77,7 @@ def _window_grad(g, u: UOp):
       if st > 1:
         ax = len(lead) + j
         piece = piece.unsqueeze(ax + 1)
-        piece = piece.pad(tuple((0, st - 1) if a == ax + 1 else (0, 0) for a in range(piece.ndim))).flatten(ax, ax + 1)
+        piece = piece.pad(tuple((0, st - 1) if a == ax + 1 else (0, 0) for a in range(len(piece.shape)))).flatten(ax, ax + 1)
     pads = tuple((0, 0) for _ in lead) + tuple((k * d, i - k * d - p) for k, d, i, p in zip(ks, d_, i_, piece.shape[len(lead):]))
     piece = piece.pad(pads)
     total = piece if total is None else total + piece
@@ -89,7 +86,8 @@ def _window_grad(g, u: UOp):
 # A function built from several ops for an accurate value can have a composed derivative that is NaN where the true one is
 # inf or finite (an intermediate 0 or inf meets 0 * inf: acosh at 1, atanh at ±1). Such a function registers its output
 # node with its input and exact derivative; hash-consing makes the node stand for that function of that input only.
-_DERIVATIVES: weakref.WeakKeyDictionary[UOp, tuple[UOp, Callable]] = weakref.WeakKeyDictionary()
+# Entries hold (input node, vjp on UOps).
+_DERIVATIVES: weakref.WeakKeyDictionary[UOp, tuple[UOp, Callable[[UOp, UOp], UOp]]] = weakref.WeakKeyDictionary()
 
 def with_derivative(y, x, dydx: Callable):
   """y (a Tensor computed from the Tensor x) whose gradient is g * dydx(x), instead of the derivative of y's own graph.
@@ -98,35 +96,40 @@ def with_derivative(y, x, dydx: Callable):
 
 def with_gradient(y, x, vjp: Callable):
   """y (a Tensor computed from the Tensor x) whose gradient for x is vjp(g, x), g being y's gradient (for a rule that
-  must select, not multiply: where(mask, g, 0) keeps an inf g out of the unselected elements)."""
-  _DERIVATIVES[y.uop] = (x.uop, vjp)
+  must select, not multiply: where(mask, g, 0) keeps an inf g out of the unselected elements). y and x may be UOps, and
+  vjp then takes and returns UOps; otherwise vjp runs on y's class, each UOp wrapped in it."""
+  if isinstance(y, UOp):
+    _DERIVATIVES[y] = (x, vjp)
+    return y
+  wrap = type(y)  # the caller's class (Tensor): this module sits below tensor.py and does not import it
+  _DERIVATIVES[y.uop] = (x.uop, lambda g, xu: vjp(wrap(g), wrap(xu)).uop)
   return y
 
 def _inv_permute(order): return tuple(sorted(range(len(order)), key=lambda i: order[i]))
 
-RULES: dict[Ops, Callable] = {
+RULES: dict[Ops, Callable[[UOp, UOp], tuple]] = {
   Ops.ADD: lambda g, u: (g, g),
   Ops.SUB: lambda g, u: (g, -g),
-  Ops.MUL: lambda g, u: (g * _T()(u.src[1]), g * _T()(u.src[0])),
-  Ops.FDIV: lambda g, u: (g / _T()(u.src[1]), -g * _T()(u) / _T()(u.src[1])),
+  Ops.MUL: lambda g, u: (g * u.src[1], g * u.src[0]),
+  Ops.FDIV: lambda g, u: (g / u.src[1], -g * u / u.src[1]),
   Ops.NEG: lambda g, u: (-g,),
-  Ops.EXP: lambda g, u: (g * _T()(u),),
-  Ops.EXP2: lambda g, u: (g * _T()(u) * math.log(2),),
-  Ops.LOG: lambda g, u: (g / _T()(u.src[0]),),
-  Ops.LOG2: lambda g, u: (g / (_T()(u.src[0]) * math.log(2)),),
-  Ops.SIN: lambda g, u: (g * _T()(u.src[0]).cos(),),
-  Ops.COS: lambda g, u: (-g * _T()(u.src[0]).sin(),),
-  Ops.TAN: lambda g, u: (g * (1 + _T()(u) * _T()(u)),),
-  Ops.SQRT: lambda g, u: (g / (2 * _T()(u)),),
-  Ops.RECIP: lambda g, u: (-g * _T()(u) * _T()(u),),
-  Ops.TANH: lambda g, u: (g * (1 - _T()(u) * _T()(u)),),
-  Ops.ERF: lambda g, u: (g * (2 / math.sqrt(math.pi)) * (-_T()(u.src[0]).square()).exp(),),
-  Ops.ABS: lambda g, u: (g * _T()(u.src[0]).sign(),),
+  Ops.EXP: lambda g, u: (g * u,),
+  Ops.EXP2: lambda g, u: (g * u * math.log(2),),
+  Ops.LOG: lambda g, u: (g / u.src[0],),
+  Ops.LOG2: lambda g, u: (g / (u.src[0] * math.log(2)),),
+  Ops.SIN: lambda g, u: (g * u.src[0].cos(),),
+  Ops.COS: lambda g, u: (-g * u.src[0].sin(),),
+  Ops.TAN: lambda g, u: (g * (1 + u * u),),
+  Ops.SQRT: lambda g, u: (g / (2 * u),),
+  Ops.RECIP: lambda g, u: (-g * u * u,),
+  Ops.TANH: lambda g, u: (g * (1 - u * u),),
+  Ops.ERF: lambda g, u: (g * (2 / math.sqrt(math.pi)) * (-u.src[0].square()).exp(),),
+  Ops.ABS: lambda g, u: (g * u.src[0].sign(),),
   Ops.TRUNC: lambda g, u: (g * 0,), Ops.FLOOR: lambda g, u: (g * 0,), Ops.CEIL: lambda g, u: (g * 0,), Ops.RINT: lambda g, u: (g * 0,),
   Ops.MAX: _max_grad,
   Ops.POW: _pow_grad,
-  Ops.WHERE: lambda g, u: (None, _T()(u.src[0]).where(g, 0), _T()(u.src[0]).where(0, g)),
-  Ops.SIGMOID: lambda g, u: (g * _T()(u) * (1 - _T()(u)),),
+  Ops.WHERE: lambda g, u: (None, u.src[0].where(g, 0), u.src[0].where(0, g)),
+  Ops.SIGMOID: lambda g, u: (g * u * (1 - u),),
   Ops.CAST: lambda g, u: (g.cast(u.src[0].dtype) if dtypes.is_float(u.src[0].dtype) else None,),
   # comparisons and bit ops are piecewise constant: no gradient flows through them
   **{op: (lambda g, u: (None,) * len(u.src)) for op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR,
@@ -149,11 +152,11 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   order = root.toposort()
   on_path: dict[UOp, bool] = {}
   for u in order: on_path[u] = u in targets or (u.op is not Ops.DETACH and any(on_path[s] for s in u.src))
-  grads = {root: _T()(root_grad)}
+  grads = {root: root_grad}
   for u in reversed(order):
     if u not in grads or u in targets and not u.src or not on_path[u] or u.op is Ops.DETACH: continue
     if _DERIVATIVES and (d := _DERIVATIVES.get(u)) is not None and on_path.get(d[0], False):
-      x, sg = d[0], d[1](grads[u], _T()(d[0]))
+      x, sg = d[0], d[1](grads[u], d[0])
       grads[x] = grads[x] + sg if x in grads else sg
       continue
     if u.op not in RULES:
@@ -162,4 +165,4 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
     for s, sg in zip(u.src, RULES[u.op](grads[u], u)):
       if sg is None or not on_path.get(s, False): continue
       grads[s] = grads[s] + sg if s in grads else sg
-  return {t: grads[t].uop for t in targets if t in grads}
+  return {t: grads[t] for t in targets if t in grads}

@@ -4,8 +4,8 @@ import itertools, math, pathlib, struct, sys, threading, weakref
 from typing import Any, Callable, Sequence, cast  # noqa: F401  (tinygrad programs import typing.cast from here)
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, result_dtype, to_dtype, truncate, bf16_to_float, category
 from fusegrad.device import Buffer, BufferView, canonicalize
-from fusegrad.helpers import TensorError, WeakValueCache, argsort, flatten, prod, TRAINING
-from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, _arg_key  # noqa: F401  (Variable: tinygrad programs import it from here)
+from fusegrad.helpers import TensorError, argsort, flatten, prod, TRAINING
+from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, broadcast_shape, sum_dtype, wide_dtype  # noqa: F401  (Variable: tinygrad programs import it from here)
 from fusegrad import buffers
 from fusegrad.schedule import create_schedule
 from fusegrad.engine.realize import run_schedule
@@ -55,16 +55,6 @@ def _norm_axis(axis: int, ndim: int, name: str = "dim") -> int:
   lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
   if not lo <= axis <= hi: raise IndexError(f"{name} {axis} is out of range for a tensor with {ndim} dimension(s) (expected in [{lo}, {hi}])")
   return axis % max(ndim, 1)
-
-def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-  n = max((len(s) for s in shapes), default=0)
-  padded = [(1,) * (n - len(s)) + tuple(s) for s in shapes]
-  out = []
-  for dims in zip(*padded):
-    big = {d for d in dims if d != 1}
-    if len(big) > 1: raise TensorError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together (dims {dims} differ)")
-    out.append(big.pop() if big else 1)
-  return tuple(out)
 
 def _numpy_dtype(d: DType):
   import numpy as np
@@ -117,10 +107,6 @@ _realize_lock = threading.RLock()
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
 _pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
 
-# Tensor._reduce_in_groups: partial results per output, the shortest reduction split, and the most outputs (with 8 or
-# more the one-pass kernel already gives every core work; batchnorm's per-channel sums measured slower split)
-REDUCE_GROUPS, REDUCE_GROUP_MIN, REDUCE_GROUP_MAX_OUT = 64, 1 << 16, 8
-_scalar_nodes = WeakValueCache()  # Tensor._scalar's nodes, held weakly like every hash-consed node
 _device_nodes: dict[str | None, UOp] = {}
 def _device_node(device: str | None) -> UOp:
   """UOp(Ops.DEVICE, arg=device), kept here for good (there are only a few devices): every constant needs one."""
@@ -509,16 +495,7 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
 
   def _scalar(self, value: bool | int | float, dtype: DType) -> Tensor:
     """A Python scalar as a constant of self's shape and device: the view _broadcast_to makes of a 0-d constant."""
-    shape, device = self.shape, self.device
-    # the same scalars recur op after op: one memo lookup instead of three node lookups and a truncate
-    key = (_arg_key(value), dtype, device, _arg_key(shape))
-    if (c := _scalar_nodes.get(key)) is None:
-      c = UOp(Ops.CONST, dtype, (_device_node(device),), truncate(dtype, value))
-      if shape:
-        c = UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape))
-        if c.shape != shape: c = UOp(Ops.EXPAND, dtype, (c,), shape)
-      _scalar_nodes[key] = c
-    return Tensor(c)
+    return Tensor(UOp.tensor_const(value, dtype, self.device, self.shape))
 
   def _broadcasted(self, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
     x: Tensor = self
@@ -1033,26 +1010,10 @@ class Tensor(NNMixin, OpsMixin, metaclass=_TensorMeta):
     if self.ndim == 0: return self
     red = self._reduce_in_groups(op, axes) if axes else self
     return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-  def _reduce_in_groups(self, op: Ops, axes) -> Tensor:
-    """REDUCE_AXIS over `axes`, keepdim shape. A kernel's threads split its output loop, so a long reduction into under
-    8 outputs would run on one core: it runs in two passes instead, REDUCE_GROUPS partial results per output (a kernel
-    the threads share), then a short reduction of those (the sum's order changes, as with LANES)."""
-    n_red = prod(self.shape[a] for a in axes)
-    n_out = prod(s for i, s in enumerate(self.shape) if i not in axes)
-    def reduce_axis(x: UOp, ax: tuple) -> UOp: return UOp(Ops.REDUCE_AXIS, x.dtype, (x,), (op, ax))
-    if n_out >= REDUCE_GROUP_MAX_OUT or n_red < REDUCE_GROUP_MIN or n_red % REDUCE_GROUPS:
-      return Tensor(reduce_axis(self.uop, tuple(sorted(axes))))
-    keep = [i for i in range(self.ndim) if i not in axes]
-    x = self.permute(*keep, *sorted(axes)).reshape(*(self.shape[i] for i in keep), REDUCE_GROUPS, n_red // REDUCE_GROUPS)
-    partial = Tensor(reduce_axis(x.uop, (x.ndim - 1,))).contiguous()  # its own kernel, or it would fuse back into one
-    return Tensor(reduce_axis(partial.uop, (x.ndim - 2,))).reshape(tuple(1 if i in axes else s for i, s in enumerate(self.shape)))
-  def _sum_dtype(self) -> DType:
-    if self.dtype == dtypes.bool or (dtypes.is_int(self.dtype) and not dtypes.is_unsigned(self.dtype)): return least_upper_dtype(self.dtype, dtypes.default_int) if self.dtype != dtypes.bool else dtypes.default_int
-    if dtypes.is_unsigned(self.dtype): return least_upper_dtype(self.dtype, dtypes.uint32)
-    return self.dtype
-  def _wide(self) -> Tensor:
-    """16-bit floats accumulate in float32 and round once at the end (a float16 sum of 20,000 tens would overflow)."""
-    return self.cast(dtypes.float32) if self.dtype in (dtypes.float16, dtypes.bfloat16) else self
+  # the reduce builders live on UOp (uop/ops.py), shared with the derivative rules: backward reduces split and widen alike
+  def _reduce_in_groups(self, op: Ops, axes) -> Tensor: return Tensor(self.uop._reduce_in_groups(op, axes))
+  def _sum_dtype(self) -> DType: return sum_dtype(self.dtype)
+  def _wide(self) -> Tensor: return self.cast(wide_dtype(self.dtype))
   def sum(self, axis=None, keepdim: bool = False, dtype: DType | str | None = None, acc_dtype=None, *, dim=None) -> Tensor:
     axis = self._pick_axis(axis, dim)
     x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype())

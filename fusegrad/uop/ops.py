@@ -3,8 +3,8 @@ from __future__ import annotations
 import math, struct
 from enum import Enum, auto
 from typing import Any, Callable
-from fusegrad.dtype import DType, dtypes, truncate
-from fusegrad.helpers import WeakValueCache, cached_property, prod
+from fusegrad.dtype import DType, dtypes, category, least_upper_dtype, result_dtype, truncate
+from fusegrad.helpers import TensorError, WeakValueCache, cached_property, prod
 
 class Ops(Enum):
   # tensor level: where data lives and how it is viewed
@@ -67,7 +67,287 @@ class UOpMeta(type):
     UOpMeta.ucache[key] = ret
     return ret
 
-class UOp(metaclass=UOpMeta):
+# ---- op builders: the nodes Tensor's methods of the same names build, so code written on UOps (the derivative rules of
+# gradient.py) makes the same graphs as Tensor code, and they hash-cons and fuse with the forward graph.
+#
+# One class, two levels. A tensor-level node (it has a device) broadcasts, promotes dtypes as torch does and makes a Python
+# number a constant of its shape: CONST(DEVICE) -> RESHAPE -> EXPAND, the node Tensor makes of a scalar. A kernel-level node
+# (the index arithmetic of codegen and symbolic: no device) keeps plain arithmetic: a number is a bare CONST of its dtype,
+# and nothing is promoted or broadcast. Equality is `eq`/`ne`: `==` on UOps is identity, which hash-consing relies on.
+
+# OpBuilder._reduce_in_groups: partial results per output, the shortest reduction split, and the most outputs (with 8 or
+# more the one-pass kernel already gives every core work; batchnorm's per-channel sums measured slower split)
+REDUCE_GROUPS, REDUCE_GROUP_MIN, REDUCE_GROUP_MAX_OUT = 64, 1 << 16, 8
+
+def sum_dtype(dt: DType) -> DType:
+  """The dtype sum() and prod() return by default, as torch: bool and small ints widen to the default int."""
+  if dt == dtypes.bool or (dtypes.is_int(dt) and not dtypes.is_unsigned(dt)): return least_upper_dtype(dt, dtypes.default_int) if dt != dtypes.bool else dtypes.default_int
+  if dtypes.is_unsigned(dt): return least_upper_dtype(dt, dtypes.uint32)
+  return dt
+
+def wide_dtype(dt: DType) -> DType:
+  """16-bit floats accumulate in float32 and round once at the end (a float16 sum of 20,000 tens would overflow)."""
+  return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+  n = max((len(s) for s in shapes), default=0)
+  out = []
+  for dims in zip(*[(1,) * (n - len(s)) + tuple(s) for s in shapes]):
+    big = {d for d in dims if d != 1}
+    if len(big) > 1: raise TensorError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together (dims {dims} differ)")
+    out.append(big.pop() if big else 1)
+  return tuple(out)
+
+def _norm(axis: int, ndim: int) -> int:
+  if not -max(ndim, 1) <= axis < max(ndim, 1): raise IndexError(f"dim {axis} is out of range for {ndim} dimension(s)")
+  return axis % max(ndim, 1)
+
+def _sizes(shape, args) -> tuple:
+  """Tensor's spellings of a shape argument: f((2, 3)) or f(2, 3)."""
+  return tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + tuple(args)
+
+_consts = WeakValueCache()  # OpBuilder.tensor_const's nodes, held weakly like every hash-consed node
+_device_nodes: dict = {}  # DEVICE nodes, kept for good (there are only a few devices): every constant needs one
+
+class OpBuilder:
+  """The builder methods of UOp (it inherits them). `self` is always a UOp."""
+
+  # ---- constants
+  @staticmethod
+  def device_node(device: str | None) -> UOp:
+    if (u := _device_nodes.get(device)) is None: u = _device_nodes[device] = UOp(Ops.DEVICE, arg=device)
+    return u
+  @staticmethod
+  def tensor_const(value: Any, dtype: DType, device: str | None, shape: tuple[int, ...]) -> UOp:
+    """A tensor-level constant: CONST(DEVICE), reshaped to shape's rank and expanded to shape (Tensor's scalar operand)."""
+    # the same scalars recur op after op: one memo lookup instead of three node lookups and a truncate
+    key = (_arg_key(value), dtype, device, _arg_key(shape))
+    if (c := _consts.get(key)) is None:
+      c = UOp(Ops.CONST, dtype, (UOp.device_node(device),), truncate(dtype, value))
+      if shape:
+        c = UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape))
+        if c.shape != shape: c = UOp(Ops.EXPAND, dtype, (c,), shape)
+      _consts[key] = c
+    return c
+  def const_like(self, value: Any, dtype: DType | None = None):
+    """value as a constant (of self's dtype unless given) that combines with self: of its shape and device at tensor level,
+    a bare CONST in a kernel."""
+    dtype = self.dtype if dtype is None else dtype
+    return UOp.const(dtype, value) if self.device is None else UOp.tensor_const(value, dtype, self.device, self.shape)
+  def _c(self, x): return x if isinstance(x, UOp) else self.const_like(x)
+  def _kc(self, x): return x if isinstance(x, UOp) else UOp.const(self.dtype, x)  # _c, known to be in a kernel
+  @staticmethod
+  def arange(start: int, stop: int | None = None, step: int = 1, device: str | None = None) -> UOp:
+    """Tensor.arange for ints: IOTA * step + start, in the default int (int64 when the values need it)."""
+    if stop is None: start, stop = 0, start
+    n = max(0, -(-(stop - start) // step))
+    ends = [start, start + (n - 1) * step] if n else [start]
+    dt = dtypes.default_int if all(dtypes.min(dtypes.default_int) <= v <= dtypes.max(dtypes.default_int) for v in ends) else dtypes.int64
+    iota = UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp.device_node(device),), n)
+    return (iota.cast(dt) * step + start).cast(dt)
+
+  # ---- broadcasting and promotion (tensor level)
+  def _broadcast_to(self, shape: tuple[int, ...]):
+    if self.shape == shape: return self
+    if len(self.shape) > len(shape): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
+    x = self.reshape((1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
+    if any(a != b and a != 1 for a, b in zip(x.shape, shape)): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
+    return UOp(Ops.EXPAND, x.dtype, (x,), tuple(shape)) if x.shape != shape else x
+  def _broadcasted(self, y, reverse: bool = False) -> tuple:
+    """(self, y) as two nodes of one dtype and shape, as Tensor._broadcasted pairs them; reverse: (y, self)."""
+    if isinstance(y, (bool, int, float)):
+      dt = result_dtype(self.dtype, y)
+      x = self.cast(dt)
+      c = UOp.tensor_const(y, dt, x.device, x.shape)
+      return (c, x) if reverse else (x, c)
+    x = self
+    if y.shape == x.shape and y.dtype is x.dtype: return (y, x) if reverse else (x, y)
+    if reverse: x, y = y, x
+    if (len(x.shape) == 0) != (len(y.shape) == 0):
+      # torch's rule: a 0-d operand only raises the category (int -> float), like a Python scalar, but with its own dtype
+      dim, zero = (y, x) if len(x.shape) == 0 else (x, y)
+      dt = zero.dtype if category(zero.dtype) > category(dim.dtype) else dim.dtype
+    else: dt = least_upper_dtype(x.dtype, y.dtype)
+    x, y = x.cast(dt), y.cast(dt)
+    shape = broadcast_shape(x.shape, y.shape)
+    return x._broadcast_to(shape), y._broadcast_to(shape)
+  def _binary(self, op: Ops, y, reverse: bool = False):
+    if self.device is None:  # kernel level: no promotion, no broadcasting
+      return self._kc(y).alu(op, self) if reverse else self.alu(op, self._kc(y))
+    a, b = self._broadcasted(y, reverse)
+    return a.alu(op, b)
+
+  # ---- elementwise (Tensor's semantics at tensor level)
+  def add(self, x):
+    if self.device is None: return self.alu(Ops.ADD, self._kc(x))
+    a, b = self._broadcasted(x)
+    return a.alu(Ops.OR if a.dtype == dtypes.bool else Ops.ADD, b)
+  def sub(self, x, reverse: bool = False): return self._binary(Ops.SUB, x, reverse)
+  def mul(self, x, reverse: bool = False):
+    if self.device is None: return self._binary(Ops.MUL, x, reverse)
+    a, b = self._broadcasted(x, reverse)
+    return a.alu(Ops.AND if a.dtype == dtypes.bool else Ops.MUL, b)
+  def div(self, x, reverse: bool = False):
+    if self.device is None: return self._binary(Ops.FDIV, x, reverse)
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
+    return a.alu(Ops.FDIV, b)
+  def pow(self, x, reverse: bool = False):
+    if self.device is None: return self._binary(Ops.POW, x, reverse)
+    a, b = self._broadcasted(x, reverse)
+    if a.dtype == dtypes.bool: return a | b.logical_not()  # x**0 is 1 and x**1 is x
+    if not dtypes.is_float(a.dtype): return a.cast(dtypes.float64).alu(Ops.POW, b.cast(dtypes.float64)).cast(a.dtype)
+    return a.alu(Ops.POW, b)
+  def maximum(self, x):
+    if self.device is None: return self.alu(Ops.MAX, self._kc(x))
+    a, b = self._broadcasted(x)
+    return a.alu(Ops.OR if a.dtype == dtypes.bool else Ops.MAX, b)
+  def eq(self, x): return self._binary(Ops.CMPEQ, x)
+  def ne(self, x): return self._binary(Ops.CMPNE, x)
+  def where(self, x, y):
+    if self.device is None: return self.alu(Ops.WHERE, x, y)
+    cond = self if self.dtype == dtypes.bool else self.ne(0)
+    if not isinstance(x, UOp) and not isinstance(y, UOp):
+      dt = dtypes.from_py(x)
+      if dt == dtypes.default_int and not dtypes.min(dt) <= x <= dtypes.max(dt): dt = dtypes.int64
+      x, y = UOp.tensor_const(x, dt, self.device, ())._broadcasted(y)
+    elif not isinstance(x, UOp): x, y = y._broadcasted(x, reverse=True)
+    else: x, y = x._broadcasted(y)
+    shape = x.shape if cond.shape == x.shape else broadcast_shape(cond.shape, x.shape)
+    return cond._broadcast_to(shape).alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape))
+  def logical_not(self): return self.ne(True) if self.dtype == dtypes.bool else self.eq(0)
+
+  def _float(self): return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+  def exp(self): return self._float().alu(Ops.EXP)
+  def exp2(self): return self._float().alu(Ops.EXP2)
+  def log(self): return self._float().alu(Ops.LOG)
+  def log2(self): return self._float().alu(Ops.LOG2)
+  def sin(self): return self._float().alu(Ops.SIN)
+  def cos(self): return self._float().alu(Ops.COS)
+  def tan(self): return self._float().alu(Ops.TAN)
+  def sqrt(self): return self._float().alu(Ops.SQRT)
+  def reciprocal(self): return self._float().alu(Ops.RECIP)
+  def tanh(self): return self._float().alu(Ops.TANH)
+  def erf(self): return self._float().alu(Ops.ERF)
+  def sigmoid(self): return self._float().alu(Ops.SIGMOID)
+  def abs(self): return self.alu(Ops.ABS) if self.dtype != dtypes.bool and not dtypes.is_unsigned(self.dtype) else self
+  def square(self): return self * self
+  def sign(self):
+    if self.dtype == dtypes.bool: return self
+    return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)  # sign(nan) is 0, as in torch
+
+  # ---- operators: Tensor's at tensor level, plain arithmetic in a kernel (symbolic simplification builds index math with
+  # them, so the hot ones spell the kernel case out: one check, no extra call)
+  def __add__(self, x): return self.alu(Ops.ADD, self._kc(x)) if self.device is None else self.add(x)
+  def __radd__(self, x): return self._kc(x).alu(Ops.ADD, self) if self.device is None else self.add(x)
+  def __sub__(self, x): return self.alu(Ops.SUB, self._kc(x)) if self.device is None else self.sub(x)
+  def __rsub__(self, x): return self.sub(x, True)
+  def __mul__(self, x): return self.alu(Ops.MUL, self._kc(x)) if self.device is None else self.mul(x)
+  def __rmul__(self, x): return self.mul(x, True)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.div(x, True)
+  # C's truncating division and remainder at both levels (Tensor's floor and take the divisor's sign)
+  def __floordiv__(self, x): return self.alu(Ops.IDIV, self._c(x))
+  def __mod__(self, x): return self.alu(Ops.MOD, self._c(x))
+  def __neg__(self): return self.alu(Ops.NEG)
+  def __lt__(self, x): return self.alu(Ops.CMPLT, self._kc(x)) if self.device is None else self._binary(Ops.CMPLT, x)
+  def __gt__(self, x): return self._binary(Ops.CMPLT, x, True)
+  # at tensor level not `not <`: every comparison with NaN is False (IEEE, as torch)
+  def __le__(self, x): return self._kc(x) >= self if self.device is None else (self < x) | self.eq(x)
+  def __ge__(self, x):
+    if self.device is None: return self.alu(Ops.CMPLT, self._kc(x)).alu(Ops.CMPEQ, UOp.const(dtypes.bool, False))
+    return (self > x) | self.eq(x)
+  def __and__(self, x): return self._binary(Ops.AND, x)
+  def __or__(self, x): return self._binary(Ops.OR, x)
+  def __xor__(self, x): return self._binary(Ops.XOR, x)
+
+  # ---- movement (tensor level); each returns self when it would change nothing, as Tensor's do
+  def reshape(self, shape, *args):
+    shape = _sizes(shape, args)
+    if -1 in shape:
+      known = prod(s for s in shape if s != -1)
+      shape = tuple(self.size // known if s == -1 else s for s in shape)
+    if prod(shape) != self.size: raise TensorError(f"cannot reshape shape {self.shape} into {shape}")
+    return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), shape)
+  def expand(self, shape, *args):
+    shape = _sizes(shape, args)
+    padded = (None,) * (len(shape) - len(self.shape)) + self.shape
+    return self._broadcast_to(tuple(p if s == -1 else s for s, p in zip(shape, padded)))
+  def permute(self, order, *args):
+    order = tuple(_norm(o, len(self.shape)) for o in _sizes(order, args))
+    if sorted(order) != list(range(len(self.shape))): raise TensorError(f"permute order {order} is not a permutation of the dims of {self.shape}")
+    return self if order == tuple(range(len(self.shape))) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
+  def transpose(self, dim0: int = 1, dim1: int = 0):
+    order = list(range(len(self.shape)))
+    a, b = _norm(dim0, len(order)), _norm(dim1, len(order))
+    order[a], order[b] = order[b], order[a]
+    return self.permute(order)
+  def flip(self, axis, *args):
+    axes = {_norm(a, len(self.shape)) for a in _sizes(axis, args)}
+    return UOp(Ops.FLIP, self.dtype, (self,), tuple(i in axes for i in range(len(self.shape)))) if axes else self
+  def shrink(self, arg):
+    arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
+    if any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)): raise TensorError(f"shrink {arg} out of bounds for shape {self.shape}")
+    return self if all(a == (0, s) for a, s in zip(arg, self.shape)) else UOp(Ops.SHRINK, self.dtype, (self,), arg)
+  def pad(self, padding):
+    """One (before, after) pair (or None) per dim, with zeros; a negative amount crops."""
+    pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    x = self
+    crop = [(-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)]
+    if any(c != (0, s) for c, s in zip(crop, self.shape)): x = x.shrink(crop)
+    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
+    return x if all(p == (0, 0) for p in pos) else UOp(Ops.PAD, x.dtype, (x,), pos)
+  def unsqueeze(self, dim: int):
+    d = _norm(dim, len(self.shape) + 1)
+    return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+  def flatten(self, start_dim: int = 0, end_dim: int = -1):
+    if not self.shape: return self.reshape(1)
+    s, e = _norm(start_dim, len(self.shape)), _norm(end_dim, len(self.shape))
+    return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+
+  # ---- data placement (tensor level)
+  def contiguous(self):
+    """CONTIGUOUS, unless self already is a whole buffer (a BUFFER, or reshapes of one)."""
+    u = self
+    while u.op is Ops.RESHAPE: u = u.src[0]
+    return self if u.op is Ops.BUFFER else UOp(Ops.CONTIGUOUS, self.dtype, (self,))
+  def to(self, device: str | None):
+    return self if device == self.device else UOp(Ops.COPY, self.dtype, (self.contiguous(), UOp.device_node(device)))
+
+  # ---- reductions (tensor level)
+  def _axes(self, axis) -> tuple[int, ...]:
+    if axis is None: return tuple(range(len(self.shape)))
+    return tuple(_norm(a, len(self.shape)) for a in ((axis,) if isinstance(axis, int) else axis))
+  def _reduce_in_groups(self, op: Ops, axes: tuple[int, ...]):
+    """REDUCE_AXIS over `axes`, keepdim shape. A kernel's threads split its output loop, so a long reduction into under
+    8 outputs would run on one core: it runs in two passes instead, REDUCE_GROUPS partial results per output (a kernel
+    the threads share), then a short reduction of those (the sum's order changes, as with LANES)."""
+    shape = self.shape
+    n_red = prod(shape[a] for a in axes)
+    n_out = prod(s for i, s in enumerate(shape) if i not in axes)
+    if n_out >= REDUCE_GROUP_MAX_OUT or n_red < REDUCE_GROUP_MIN or n_red % REDUCE_GROUPS:
+      return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(sorted(axes))))
+    keep = [i for i in range(len(shape)) if i not in axes]
+    x = self.permute(*keep, *sorted(axes)).reshape(*(shape[i] for i in keep), REDUCE_GROUPS, n_red // REDUCE_GROUPS)
+    # the partials get a kernel of their own, or they would fuse back into one
+    partial = UOp(Ops.CONTIGUOUS, x.dtype, (UOp(Ops.REDUCE_AXIS, x.dtype, (x,), (op, (len(x.shape) - 1,))),))
+    return UOp(Ops.REDUCE_AXIS, x.dtype, (partial,), (op, (len(x.shape) - 2,))).reshape(tuple(1 if i in axes else s for i, s in enumerate(shape)))
+  def _reduce(self, op: Ops, axis=None, keepdim: bool = False):
+    axes = self._axes(axis)
+    if not self.shape: return self
+    red = self._reduce_in_groups(op, axes) if axes else self
+    return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+  def sum(self, axis=None, keepdim: bool = False, dtype: DType | None = None):
+    x = self.cast(sum_dtype(self.dtype) if dtype is None else dtype)
+    return x.cast(wide_dtype(x.dtype))._reduce(Ops.ADD, axis, keepdim).cast(x.dtype)
+  def prod(self, axis=None, keepdim: bool = False, dtype: DType | None = None):
+    x = self.cast(sum_dtype(self.dtype) if dtype is None else dtype)
+    return x.cast(wide_dtype(x.dtype))._reduce(Ops.MUL, axis, keepdim).cast(x.dtype)
+  def max(self, axis=None, keepdim: bool = False):
+    if self.dtype == dtypes.bool: return self.cast(dtypes.uint8)._reduce(Ops.MAX, axis, keepdim).cast(dtypes.bool)
+    return self._reduce(Ops.MAX, axis, keepdim)
+
+class UOp(OpBuilder, metaclass=UOpMeta):
   """An immutable node. Building the same node twice returns the same object, so `is`/`==` is structural equality."""
   def __init__(self, op: Ops, dtype: DType = dtypes.void, src: tuple = (), arg: Any = None):
     self.op, self.dtype, self.src, self.arg = op, dtype, src, arg
@@ -98,30 +378,12 @@ class UOp(metaclass=UOpMeta):
       cache[u] = mapping[u] if u in mapping else (u.replace(src=tuple(cache[s] for s in u.src)) if u.src else u)
     return cache[self]
 
-  # ---- constants and arithmetic builders (used by codegen and symbolic)
+  # ---- node builders; the arithmetic, movement and reduce builders come from OpBuilder (above)
   @staticmethod
   def const(dtype: DType, value: Any) -> UOp: return UOp(Ops.CONST, dtype, (), truncate(dtype, value))
-  def const_like(self, value: Any) -> UOp: return UOp.const(self.dtype, value)
   def alu(self, op: Ops, *src: UOp) -> UOp:
     dtype = dtypes.bool if op in GroupOp.Comparison else (src[-1].dtype if op is Ops.WHERE else self.dtype)
     return UOp(op, dtype, (self,) + src)
-  def _c(self, x: UOp | Any) -> UOp: return x if isinstance(x, UOp) else self.const_like(x)
-  def __add__(self, x): return self.alu(Ops.ADD, self._c(x))
-  def __radd__(self, x): return self._c(x).alu(Ops.ADD, self)
-  def __sub__(self, x): return self.alu(Ops.SUB, self._c(x))
-  def __mul__(self, x): return self.alu(Ops.MUL, self._c(x))
-  def __rmul__(self, x): return self._c(x).alu(Ops.MUL, self)
-  def __floordiv__(self, x): return self.alu(Ops.IDIV, self._c(x))
-  def __mod__(self, x): return self.alu(Ops.MOD, self._c(x))
-  def __neg__(self): return self.alu(Ops.NEG)
-  def __lt__(self, x): return self.alu(Ops.CMPLT, self._c(x))
-  def __ge__(self, x): return self.alu(Ops.CMPLT, self._c(x)).alu(Ops.CMPEQ, UOp.const(dtypes.bool, False))
-  def __and__(self, x): return self.alu(Ops.AND, self._c(x))
-  def __or__(self, x): return self.alu(Ops.OR, self._c(x))
-  def ne(self, x): return self.alu(Ops.CMPNE, self._c(x))
-  def eq(self, x): return self.alu(Ops.CMPEQ, self._c(x))
-  def maximum(self, x): return self.alu(Ops.MAX, self._c(x))
-  def where(self, a, b): return self.alu(Ops.WHERE, a, b)
   def cast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
 
   # ---- tensor-level properties
