@@ -16,12 +16,6 @@ class TensorError(RuntimeError, ValueError):
   """A tensor op called with arguments that do not fit (shapes, sizes, dims): a RuntimeError, the type torch raises for
   the same mistake, and a ValueError, so code written against earlier fusegrad or tinygrad still catches it."""
 
-def _T():
-  """The Tensor class, imported on first call: tensor.py imports the modules that use this (gradient, tensor_ops,
-  tensor_nn), so they cannot import it when they load."""
-  from fusegrad.tensor import Tensor
-  return Tensor
-
 def prod(xs: Iterable[Any], start: Any = 1) -> Any:
   return functools.reduce(lambda a, b: a * b, xs, start)
 

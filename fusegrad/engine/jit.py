@@ -101,7 +101,8 @@ class _Capture:
     return self._replay(inputs, binds)
 
   def _capture(self, fxn, sig, inputs, binds, args, kwargs) -> Any:
-    from fusegrad.tensor import Tensor, _all_tensors
+    from fusegrad.tensor import Tensor
+    from fusegrad.tensor.tensor import _all_tensors
     before = {}
     for r in list(_all_tensors.values()):
       if (t := r()) is not None and (b := _buf(t)) is not None: before[id(t)] = (r, t.uop, b)

@@ -1,4 +1,4 @@
-"""PyTorch-level ops (tensor_ops.py) against torch: indexing and setitem, scatter/gather, shape ops, sorting and
+"""PyTorch-level ops (fusegrad/tensor/) against torch: indexing and setitem, scatter/gather, shape ops, sorting and
 scans, einsum and math, randomness, error parity, and a check that docs/ops.md lists every public Tensor method."""
 import math, os, re
 import numpy as np

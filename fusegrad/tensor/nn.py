@@ -1,14 +1,19 @@
-"""Neural-network functions on Tensor (conv, pooling, activations, losses, attention, ...).
+"""Neural-network functions on Tensor: softmax and log-softmax, pooling and windows, interpolation, convolution,
+activations, dropout and normalisation, losses, attention.
 
-Kept out of tensor.py so the core stays readable; Tensor inherits NNMixin, so these are ordinary Tensor methods.
-Everything here is built from the core lazy ops (movement, elementwise, reduce), so it fuses like any other graph."""
+Tensor inherits NNMixin. Everything here is built from the core lazy ops (movement, elementwise, reduce), so it fuses
+like any other graph."""
 from __future__ import annotations
 import math, struct
-from typing import TYPE_CHECKING, Any, Sequence
-from fusegrad.helpers import TensorError, _T, flatten, prod
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+from fusegrad.dtype import DType, dtypes
+from fusegrad.helpers import TensorError, flatten, prod
+from fusegrad.uop.ops import Ops, UOp
+from fusegrad import buffers
+from fusegrad.tensor.common import TensorMixin, is_tensor, _arange
 
 if TYPE_CHECKING:
-  from fusegrad.tensor import Tensor
+  from fusegrad.tensor.tensor import Tensor
 
 def _tup(x: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
   t = (x,) * n if isinstance(x, int) else tuple(x)
@@ -34,8 +39,6 @@ def _conv_pads(padding: Any, k_: tuple[int, ...], d_: tuple[int, ...], s_: tuple
   if len(p) == 2 * n: return [(p[2 * (n - 1 - i)], p[2 * (n - 1 - i) + 1]) for i in range(n)]
   raise TensorError(f"padding {padding} needs 1, {n} or {2 * n} values for {n} spatial dims")
 
-from fusegrad.uop.ops import Ops, UOp  # noqa: E402
-
 _TARGET_CHECK_MAX = 1 << 16
 
 def _check_targets(Y: Tensor, C: int, ignore_index: int) -> None:
@@ -43,8 +46,6 @@ def _check_targets(Y: Tensor, C: int, ignore_index: int) -> None:
   are cheap to know are checked: a constant, or a realized integer buffer of at most _TARGET_CHECK_MAX elements (read
   once, no kernel, ~20 ns an element). Realizing lazy targets here (Y_train[samples] in a training step) would add a
   kernel launch and a wait to every step: the loss graph gives NaN for their bad indices instead."""
-  from fusegrad import buffers
-  from fusegrad.dtype import dtypes
   u = Y.uop
   while u.op in (Ops.RESHAPE, Ops.EXPAND): u = u.src[0]
   if u.op is Ops.CONST: vals = {u.arg}
@@ -55,9 +56,31 @@ def _check_targets(Y: Tensor, C: int, ignore_index: int) -> None:
     raise IndexError(f"target class {bad[0]} is out of bounds for {C} classes (valid: 0 to {C - 1}, or ignore_index={ignore_index}); "
                      f"target shape {Y.shape}")
 
-class NNMixin:
-  # ---------------------------------------------------------------- windows
-  def _pool(self: Any, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
+class NNMixin(TensorMixin):
+  # ---------------- softmax and friends
+  def _shift(self: Tensor, axis) -> Tensor | float:
+    """The max along axis, subtracted before exp to keep it in range. The result does not depend on it, so no gradient
+    goes through it; an empty axis has no max (and needs no shift)."""
+    if self.ndim and not all(self.shape[a] for a in self._axes(axis)): return 0.0
+    return (self.max(axis, keepdim=True) if self.ndim else self).detach()
+  def softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
+    if dim is not None: axis = dim  # torch's spelling; the default axis=-1 is not a conflict
+    x = self.cast(dtype) if dtype is not None else self._float()
+    e = (x - x._shift(axis)).exp()
+    return e / e.sum(axis, keepdim=True)
+  def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
+    if dim is not None: axis = dim
+    x = self.cast(dtype) if dtype is not None else self._float()
+    m = x - x._shift(axis)
+    return m - m.exp().sum(axis, keepdim=True).log()
+  def logsumexp(self: Tensor, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
+    axis = self._pick_axis(axis, dim)
+    x = self._float()
+    m = x._shift(axis)
+    if is_tensor(m): m = (m.abs() == math.inf).where(0, m)  # all -inf (or an inf) must not give inf - inf = NaN
+    out = (x - m).exp().sum(axis, keepdim=True).log() + m
+    return out if keepdim else out.squeeze(self._axes(axis))
+  def _pool(self: Tensor, k_: Sequence[int], stride: int | Sequence[int] = 1, dilation: int | Sequence[int] = 1) -> Tensor:
     """Sliding windows over the last len(k_) dims, a WINDOW view (index math only; its gradient is a sum of shifted
     copies): (..., *i) -> (..., *o, *k) where out[..., o, k] = in[..., o*stride + k*dilation]."""
     n = len(k_)
@@ -73,9 +96,8 @@ class NNMixin:
       lead = self.ndim - n
       x = self.reshape(*self.shape[:lead], *[d for o, k in zip(o_, k_) for d in (o, k)])
       return x.permute(*range(lead), *(lead + 2 * j for j in range(n)), *(lead + 2 * j + 1 for j in range(n)))
-    return _T()(UOp(Ops.WINDOW, self.dtype, (self.uop,), (tuple(k_), s_, d_)))
-
-  def _pool_pads(self: Any, k_, s_, d_, padding, ceil_mode: bool) -> tuple[list[tuple[int, int]], list[int]]:
+    return type(self)(UOp(Ops.WINDOW, self.dtype, (self.uop,), (tuple(k_), s_, d_)))
+  def _pool_pads(self: Tensor, k_, s_, d_, padding, ceil_mode: bool) -> tuple[list[tuple[int, int]], list[int]]:
     """(regular (before, after) pads per dim, extra after-padding that ceil_mode adds)."""
     n = len(k_)
     pads = _conv_pads(padding, k_, d_)
@@ -87,17 +109,14 @@ class NNMixin:
         if (o - 1) * s >= i + pb: o -= 1  # the last window must start inside the input or the left padding
         extra[j] = max(0, (o - 1) * s + d * (k - 1) + 1 - (i + pb + pa))
     return pads, extra
-
-  def _pool_args(self: Any, kernel_size, stride, dilation):
+  def _pool_args(self: Tensor, kernel_size, stride, dilation):
     k_ = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
     n = len(k_)
     s_ = k_ if stride is None or (not isinstance(stride, int) and len(stride) == 0) else _tup(stride, n, "stride")
     return k_, s_, _tup(dilation, n, "dilation")
-
-  def max_pool2d(self: Any, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, return_indices: bool = False):
+  def max_pool2d(self: Tensor, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, return_indices: bool = False):
     """Max over sliding windows of the last len(kernel_size) dims (2 for an int). PyTorch semantics, incl. ceil_mode."""
-    from fusegrad.dtype import dtypes
-    Tensor = _T()
+    T = type(self)
     k_, s_, d_ = self._pool_args(kernel_size, stride, dilation)
     n = len(k_)
     pads, extra = self._pool_pads(k_, s_, d_, padding, ceil_mode)
@@ -108,17 +127,16 @@ class NNMixin:
     if not return_indices: return out
     # flat index (into the unpadded spatial dims) of the first max in each window, as torch returns it
     i_ = self.shape[-n:]
-    idx = Tensor.arange(prod(i_), device=self.device).reshape(i_).pad(tuple(p for p in allp if p is not None), value=-1)._pool(k_, s_, d_)
+    idx = T.arange(prod(i_), device=self.device).reshape(i_).pad(tuple(p for p in allp if p is not None), value=-1)._pool(k_, s_, d_)
     K = prod(k_)
     wflat = win.reshape(win.shape[:-n] + (K,))
     first = wflat.argmax(-1)
-    sel = first.unsqueeze(-1) == Tensor.arange(K, device=self.device)
+    sel = first.unsqueeze(-1) == T.arange(K, device=self.device)
     ind = sel.where(idx.reshape(idx.shape[:-n] + (K,)), 0).sum(-1)
     return out, ind.cast(dtypes.int64)
-
-  def avg_pool2d(self: Any, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+  def avg_pool2d(self: Tensor, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Mean over sliding windows of the last len(kernel_size) dims. PyTorch semantics for padding, ceil_mode, count_include_pad."""
-    Tensor = _T()
+    T = type(self)
     k_, s_, d_ = self._pool_args(kernel_size, stride, dilation)
     n = len(k_)
     pads, extra = self._pool_pads(k_, s_, d_, padding, ceil_mode)
@@ -128,14 +146,12 @@ class NNMixin:
     if divisor_override is not None: return tot / divisor_override
     if all(e == 0 for e in extra) and (count_include_pad or all(p == (0, 0) for p in pads)): return tot / prod(k_)
     # per-window divisor: count the window's cells that lie in the input (or in the regular padding if count_include_pad)
-    ones = Tensor.ones(self.shape[-n:], device=self.device, dtype=x.dtype)
+    ones = T.ones(self.shape[-n:], device=self.device, dtype=x.dtype)
     if count_include_pad: ones = ones.pad(tuple(pads), value=1.0).pad(tuple((0, e) for e in extra))
     else: ones = ones.pad(tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra)))
     return tot / ones._pool(k_, s_, d_).sum(tuple(range(-n, 0)))
-
-  def _adaptive(self: Any, output_size, is_max: bool) -> Tensor:
-    Tensor = _T()
-    from fusegrad.dtype import dtypes
+  def _adaptive(self: Tensor, output_size, is_max: bool) -> Tensor:
+    T = type(self)
     o_ = (output_size,) * 2 if isinstance(output_size, int) else tuple(output_size)
     n = len(o_)
     i_ = self.shape[-n:]
@@ -148,21 +164,38 @@ class NNMixin:
     for j in range(n):
       a, i, o = x.ndim - n + j, i_[j], o_[j]
       rows = [[(oo * i) // o <= ii < -(-((oo + 1) * i) // o) for ii in range(i)] for oo in range(o)]
-      mask = Tensor(rows, device=self.device).reshape((o, i) + (1,) * (n - j - 1))
+      mask = T(rows, device=self.device).reshape((o, i) + (1,) * (n - j - 1))
       xe = x.unsqueeze(a)
       if is_max: x = mask.where(xe, -math.inf if dtypes.is_float(x.dtype) else dtypes.min(x.dtype)).max(a + 1)
-      else: x = mask.where(xe, 0.0).sum(a + 1) / Tensor([sum(r) for r in rows], device=self.device, dtype=x.dtype).reshape((o,) + (1,) * (n - j - 1))
+      else: x = mask.where(xe, 0.0).sum(a + 1) / T([sum(r) for r in rows], device=self.device, dtype=x.dtype).reshape((o,) + (1,) * (n - j - 1))
     return x
-
-  def adaptive_avg_pool2d(self: Any, output_size) -> Tensor: return self._adaptive(output_size, False)
-  def adaptive_max_pool2d(self: Any, output_size) -> Tensor: return self._adaptive(output_size, True)
-
-  def interpolate(self: Any, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None) -> Tensor:
+  def adaptive_avg_pool2d(self: Tensor, output_size) -> Tensor: return self._adaptive(output_size, False)
+  def adaptive_max_pool2d(self: Tensor, output_size) -> Tensor: return self._adaptive(output_size, True)
+  def max_unpool2d(self: Tensor, indices: Tensor, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None) -> Tensor:
+    """The partial inverse of max_pool2d(return_indices=True): each value goes to its flat spatial index, zeros
+    elsewhere. tinygrad's signature (dilation before padding); works for any number of spatial dims."""
+    k_ = (kernel_size,) * 2 if isinstance(kernel_size, int) else tuple(kernel_size)
+    n = len(k_)
+    def tup(v) -> tuple: return (v,) * n if isinstance(v, int) else tuple(v)
+    s_, d_ = tup(k_ if stride is None or stride == () else stride), tup(dilation)
+    p = (padding,) * n if isinstance(padding, int) else tuple(padding)
+    pads = [p[i] * 2 for i in range(n)] if len(p) == n else [p[2 * (n - 1 - i)] + p[2 * (n - 1 - i) + 1] for i in range(n)]
+    lead, i_ = self.shape[:-n], self.shape[-n:]
+    if indices.shape != self.shape: raise TensorError(f"max_unpool2d: indices shape {indices.shape} must match the input {self.shape}")
+    if output_size is None: out = tuple((i - 1) * s - pp + d * (k - 1) + 1 for i, s, pp, d, k in zip(i_, s_, pads, d_, k_))
+    else: out = tuple(output_size)[-n:]
+    flat, idx = self.reshape(lead + (prod(i_),)), indices.reshape(lead + (prod(i_),))
+    val = type(self).zeros(lead + (prod(out),), dtype=self.dtype, device=self.device).scatter(len(lead), idx, flat.detach())
+    if not dtypes.is_float(self.dtype): return val.reshape(lead + out)
+    # overlapping windows can pick one element twice: its copies all land on the same output, and, as in torch, each
+    # copy gets that output's whole gradient (the adjoint is a gather). `total - total.detach()` is 0 but carries it.
+    total = (idx.unsqueeze(-1) == _arange(prod(out), self)).where(flat.unsqueeze(-1), 0).sum(-2)
+    return (val + total.isfinite().where(total - total.detach(), 0)).reshape(lead + out)
+  def interpolate(self: Tensor, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None) -> Tensor:
     """Resize the last len(size) dims. mode: 'nearest', 'nearest-exact', 'linear' (also 'bilinear'/'trilinear').
     Index math follows PyTorch (float32 scales, half-pixel centres unless align_corners). Every dtype keeps its dtype
     with the nearest modes; integer tensors keep theirs with linear too (rounded, as torch does for uint8)."""
-    Tensor = _T()
-    from fusegrad.dtype import dtypes
+    T = type(self)
     if mode in ("bilinear", "trilinear"): mode = "linear"
     if mode not in ("nearest", "nearest-exact", "linear"): raise NotImplementedError(f"interpolate mode {mode!r} is not supported (use nearest, nearest-exact, linear)")
     if align_corners and mode != "linear": raise TensorError("align_corners only applies to linear interpolation")
@@ -182,7 +215,7 @@ class NNMixin:
         scale = _f32(_f32(float(i)) / _f32(float(o)))
         off = 0.5 if mode == "nearest-exact" else 0.0
         src = [min(int(math.floor(_f32((oo + off) * scale))), i - 1) for oo in range(o)]
-        mask = Tensor([[s == ii for ii in range(i)] for s in src], device=self.device).reshape((o, i) + trail)
+        mask = T([[s == ii for ii in range(i)] for s in src], device=self.device).reshape((o, i) + trail)
         x = mask.where(x.unsqueeze(a), 0).sum(a + 1).cast(x.dtype)
         continue
       w = [[0.0] * i for _ in range(o)]
@@ -193,13 +226,11 @@ class NNMixin:
         i1 = i0 + (1 if i0 < i - 1 else 0)
         l1 = _f32(src - i0)
         w[oo][i0] += _f32(1.0 - l1); w[oo][i1] += l1
-      x = (x.unsqueeze(a) * Tensor(w, device=self.device, dtype=x.dtype).reshape((o, i) + trail)).sum(a + 1)
+      x = (x.unsqueeze(a) * T(w, device=self.device, dtype=x.dtype).reshape((o, i) + trail)).sum(a + 1)
     if mode == "linear" and dtypes.is_int(self.dtype):  # integer images stay integer (torch: uint8), rounded half up
       x = (x + 0.5).floor().clip(dtypes.min(self.dtype), dtypes.max(self.dtype)).cast(self.dtype)
     return x
-
-  # ---------------------------------------------------------------- convolution
-  def conv2d(self: Any, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
+  def conv2d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
     """N-d convolution (cross-correlation, as torch): input (N, Cin, *spatial), weight (Cout, Cin/groups, *kernel).
     padding: int, per-dim tuple, 'same'/'valid', or a flat (left, right, top, bottom, ...) tuple as tinygrad."""
     unbatched = self.ndim == weight.ndim - 1
@@ -220,13 +251,11 @@ class NNMixin:
     out = (x * w).sum(tuple(range(-1 - n, 0)), dtype=dtype).reshape(bs, cout, *o_)
     if bias is not None: out = out + bias.reshape(1, cout, *(1,) * n)
     return out.squeeze(0) if unbatched else out
-
-  def conv1d(self: Any, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
+  def conv1d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
     return self.conv2d(weight, bias, groups, stride, dilation, padding, dtype)
-  def conv3d(self: Any, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
+  def conv3d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
     return self.conv2d(weight, bias, groups, stride, dilation, padding, dtype)
-
-  def conv_transpose2d(self: Any, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, output_padding=0) -> Tensor:
+  def conv_transpose2d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, output_padding=0) -> Tensor:
     """N-d transposed convolution: input (N, Cin, *spatial), weight (Cin, Cout/groups, *kernel), PyTorch semantics."""
     unbatched = self.ndim == weight.ndim - 1
     x = self.unsqueeze(0) if unbatched else self
@@ -247,65 +276,62 @@ class NNMixin:
     flat = tuple(flatten(pads[::-1]))
     out = x.conv2d(w, bias, groups=groups, dilation=d_, padding=flat)
     return out.squeeze(0) if unbatched else out
-
-  # ---------------------------------------------------------------- activations
-  def gelu(self: Any, approximate: str = "tanh") -> Tensor:
+  def gelu(self: Tensor, approximate: str = "tanh") -> Tensor:
     """GELU; tanh approximation by default (as tinygrad), approximate='none' for the exact erf form (torch's default)."""
     x = self._float()
     if approximate == "none": return 0.5 * x * (1 + (x * (1 / math.sqrt(2))).erf())
     return 0.5 * x * (1 + (math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)).tanh())
-  def quick_gelu(self: Any) -> Tensor: return self * (self * 1.702).sigmoid()
-  def silu(self: Any) -> Tensor: return self * self.sigmoid()
-  def swish(self: Any) -> Tensor: return self.silu()
-  def leaky_relu(self: Any, neg_slope: float = 0.01) -> Tensor: return (self < 0).where(self * neg_slope, self)
-  def elu(self: Any, alpha: float = 1.0) -> Tensor:
+  def quick_gelu(self: Tensor) -> Tensor: return self * (self * 1.702).sigmoid()
+  def silu(self: Tensor) -> Tensor: return self * self.sigmoid()
+  def swish(self: Tensor) -> Tensor: return self.silu()
+  def leaky_relu(self: Tensor, neg_slope: float = 0.01) -> Tensor: return (self < 0).where(self * neg_slope, self)
+  def elu(self: Tensor, alpha: float = 1.0) -> Tensor:
     x = self._float()
     return (x > 0).where(x, alpha * x.minimum(0).expm1())
-  def celu(self: Any, alpha: float = 1.0) -> Tensor:
+  def celu(self: Tensor, alpha: float = 1.0) -> Tensor:
     x = self._float()
     return x.maximum(0) + (alpha * (x.minimum(0) / alpha).expm1())
-  def selu(self: Any, alpha: float = 1.6732632423543772, gamma: float = 1.0507009873554805) -> Tensor:
+  def selu(self: Tensor, alpha: float = 1.6732632423543772, gamma: float = 1.0507009873554805) -> Tensor:
     return gamma * self.elu(alpha)
-  def softplus(self: Any, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+  def softplus(self: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     x = self._float()
     bx = x * beta
     soft = (bx.maximum(0) + (-bx.abs()).exp().log1p()) * (1 / beta)
     return (bx > threshold).where(x, soft)
-  def softsign(self: Any) -> Tensor: return self / (1 + self.abs())
-  def relu6(self: Any) -> Tensor: return self.hardtanh(0, 6)
-  def hardswish(self: Any) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
-  def hardsigmoid(self: Any, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
+  def softsign(self: Tensor) -> Tensor: return self / (1 + self.abs())
+  def relu6(self: Tensor) -> Tensor: return self.hardtanh(0, 6)
+  def hardswish(self: Tensor) -> Tensor: return self * (self + 3).relu6() * (1 / 6)
+  def hardsigmoid(self: Tensor, alpha: float = 1 / 6, beta: float = 0.5) -> Tensor:
     y = alpha * self + beta
     return ((y > 0) & (y < 1)).where(y, y.clip(0, 1).detach())  # torch: gradient strictly inside, none at the corners or for NaN
-  def hardtanh(self: Any, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+  def hardtanh(self: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
     # unlike clamp, torch passes the gradient only strictly inside (min_val, max_val) (and for NaN)
     return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
-  def mish(self: Any) -> Tensor: return self * self.softplus().tanh()
-  def logsigmoid(self: Any) -> Tensor: return -(-self).softplus()
-  def sinh(self: Any) -> Tensor: return (self.expm1() - (-self).expm1()) / 2  # expm1 keeps small arguments exact
-  def cosh(self: Any) -> Tensor: return (self.exp() + (-self).exp()) / 2
-  def softmin(self: Any, axis: int = -1, *, dim: int | None = None) -> Tensor: return (-self).softmax(axis if dim is None else dim)
-  def glu(self: Any, dim: int = -1) -> Tensor:
+  def mish(self: Tensor) -> Tensor: return self * self.softplus().tanh()
+  def logsigmoid(self: Tensor) -> Tensor: return -(-self).softplus()
+  def sinh(self: Tensor) -> Tensor: return (self.expm1() - (-self).expm1()) / 2  # expm1 keeps small arguments exact
+  def cosh(self: Tensor) -> Tensor: return (self.exp() + (-self).exp()) / 2
+  def softmin(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor: return (-self).softmax(axis if dim is None else dim)
+  def glu(self: Tensor, dim: int = -1) -> Tensor:
     a, b = self.chunk(2, dim)
     return a * b.sigmoid()
-
-  # ---------------------------------------------------------------- regularisation / normalisation
-  def dropout(self: Any, p: float = 0.5) -> Tensor:
+  def leakyrelu(self: Tensor, neg_slope: float = 0.01) -> Tensor:
+    """Older tinygrad spelling of leaky_relu."""
+    return self.leaky_relu(neg_slope)
+  def dropout(self: Tensor, p: float = 0.5) -> Tensor:
     """Zero each element with probability p and scale the rest by 1/(1-p); identity unless Tensor.training."""
-    Tensor = _T()
+    T = type(self)
     if not 0 <= p <= 1: raise TensorError(f"dropout probability must be in [0, 1], got {p}")
-    if not Tensor.training or p == 0: return self
+    if not T.training or p == 0: return self
     if p == 1: return self * 0
-    keep = Tensor.rand(*self.shape, device=self.device) >= p
+    keep = T.rand(*self.shape, device=self.device) >= p
     return keep.where(self * (1 / (1 - p)), 0).cast(self.dtype)
-
-  def layernorm(self: Any, axis=-1, eps: float = 1e-5) -> Tensor:
+  def layernorm(self: Tensor, axis=-1, eps: float = 1e-5) -> Tensor:
     """Normalise to zero mean and unit (biased) variance over axis (int or tuple); no affine."""
     x = self._float()
     y = x - x.mean(axis, keepdim=True)
     return y * (y * y).mean(axis, keepdim=True).add(eps).rsqrt()
-
-  def batchnorm(self: Any, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor, axis=1) -> Tensor:
+  def batchnorm(self: Tensor, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor, axis=1) -> Tensor:
     """(x - mean) * invstd * weight + bias, with the 1-d parameters laid along axis (int or tuple of axes)."""
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     axes = tuple(a % self.ndim for a in axes)
@@ -314,38 +340,44 @@ class NNMixin:
     if weight is not None: x = x * weight.reshape(shape)
     x = x * (invstd.reshape(shape) if invstd.ndim == len(axes) else invstd)
     return x + bias.reshape(shape) if bias is not None else x
-
-  def rms_norm(self: Any, axis=-1, eps: float = 1e-6) -> Tensor:
+  def rms_norm(self: Tensor, axis=-1, eps: float = 1e-6) -> Tensor:
     x = self._float()
     return x * (x * x).mean(axis, keepdim=True).add(eps).rsqrt()
-
-  def one_hot(self: Any, num_classes: int = -1) -> Tensor:
+  def rmsnorm(self: Tensor, axis=-1, eps: float = 1e-6) -> Tensor:
+    """tinygrad's spelling of rms_norm."""
+    return self.rms_norm(axis, eps)
+  def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """self / max(||self||_p along dim, eps) (torch.nn.functional.normalize; p may be inf, -inf or 0)."""
+    x = self._float()
+    if p == math.inf: n = x.abs().max(dim, keepdim=True)
+    elif p == -math.inf: n = x.abs().min(dim, keepdim=True)
+    elif p == 0: n = (x != 0).sum(dim, keepdim=True).cast(x.dtype)
+    else:
+      s = (x.square() if p == 2 else x.abs().pow(p)).sum(dim, keepdim=True)
+      pos = s > 0  # an all-zero slice has norm 0 and gradient 0 (not the NaN of sqrt'(0) * 0)
+      n = pos.where(pos.where(s, 1).sqrt() if p == 2 else pos.where(s, 1).pow(1 / p), 0)
+    return x / n.maximum(eps)
+  def one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
     """(..., ) integer classes -> (..., num_classes) of 0/1 (int32; torch gives int64)."""
-    Tensor = _T()
-    from fusegrad.dtype import dtypes
+    T = type(self)
     if num_classes == -1: num_classes = int(self.max().item()) + 1
-    return (self.unsqueeze(-1) == Tensor.arange(num_classes, device=self.device)).cast(dtypes.int32)
-
-  # ---------------------------------------------------------------- losses
+    return (self.unsqueeze(-1) == T.arange(num_classes, device=self.device)).cast(dtypes.int32)
   @staticmethod
   def _reduce_loss(loss: Tensor, reduction: str, denom: Tensor | None = None) -> Tensor:
     if reduction == "none": return loss
     if reduction == "sum": return loss.sum()
     if reduction == "mean": return loss.sum() / denom if denom is not None else loss.mean()
     raise TensorError(f"reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
-
-  def _class_mask(self: Any, Y: Tensor, axis: int) -> Tensor:
+  def _class_mask(self: Tensor, Y: Tensor, axis: int) -> Tensor:
     """Boolean mask shaped like self: True where the index along axis equals Y (Y has self's shape without axis)."""
-    Tensor = _T()
+    T = type(self)
     C = self.shape[axis]
-    return Y.unsqueeze(axis) == Tensor.arange(C, device=self.device).reshape((C,) + (1,) * (self.ndim - axis - 1))
-
-  def nll_loss(self: Any, Y: Tensor, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    return Y.unsqueeze(axis) == T.arange(C, device=self.device).reshape((C,) + (1,) * (self.ndim - axis - 1))
+  def nll_loss(self: Tensor, Y: Tensor, weight: Tensor | None = None, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood: self is log-probabilities (N, C, ...) or (C,), Y class indices (N, ...) or ()."""
     axis = 1 if self.ndim >= 2 else 0
     return self._nll(Y, axis, weight, ignore_index, reduction, 0.0)
-
-  def _nll(self: Any, Y: Tensor, axis: int, weight, ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
+  def _nll(self: Tensor, Y: Tensor, axis: int, weight, ignore_index: int, reduction: str, label_smoothing: float) -> Tensor:
     C = self.shape[axis]
     if Y.shape != self.shape[:axis] + self.shape[axis + 1:]: raise TensorError(f"class-index target shape {Y.shape} does not match input shape {self.shape} without its class dim {axis}")
     _check_targets(Y, C, ignore_index)
@@ -361,8 +393,7 @@ class NNMixin:
     # targets that were not checked (lazy, or new ones in a TinyJit replay): an out-of-range class gives NaN (fused, free)
     loss = (valid & ((Y < 0) | (Y >= C))).where(math.nan, loss)
     return NNMixin._reduce_loss(loss, reduction, wy.sum())
-
-  def cross_entropy(self: Any, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0, weight: Tensor | None = None, ignore_index: int = -100) -> Tensor:
+  def cross_entropy(self: Tensor, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0, weight: Tensor | None = None, ignore_index: int = -100) -> Tensor:
     """torch.nn.functional.cross_entropy on logits self (N, C, ...) or (C,): Y is class indices or class probabilities."""
     axis = 1 if self.ndim >= 2 else 0
     logp = self.log_softmax(axis)
@@ -373,33 +404,27 @@ class NNMixin:
     if weight is not None: logp = logp * weight.reshape((C,) + (1,) * (self.ndim - axis - 1))
     loss = -(logp * Y).sum(axis)
     return NNMixin._reduce_loss(loss, reduction)
-
-  def sparse_categorical_crossentropy(self: Any, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean") -> Tensor:
+  def sparse_categorical_crossentropy(self: Tensor, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0,
+                                      reduction: str = "mean") -> Tensor:
     """Cross entropy with logits self (..., C) (classes last, as tinygrad) and integer targets Y (...)."""
     return self.log_softmax(-1)._nll(Y, self.ndim - 1, None, ignore_index, reduction, label_smoothing)
-
-  def binary_crossentropy(self: Any, Y: Tensor, reduction: str = "mean") -> Tensor:
+  def binary_crossentropy(self: Tensor, Y: Tensor, reduction: str = "mean") -> Tensor:
     """BCE on probabilities self; the logs are clamped at -100 as in torch."""
     x = self._float()
     return NNMixin._reduce_loss(-(Y * x.log().maximum(-100) + (1 - Y) * (1 - x).log().maximum(-100)), reduction)
-
-  def binary_crossentropy_logits(self: Any, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+  def binary_crossentropy_logits(self: Tensor, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """BCE on logits, computed stably: (1-y)*x + (1+(pw-1)*y) * (log1p(exp(-|x|)) + max(-x, 0))."""
     x = self._float()
     sp = (-x.abs()).exp().log1p() + (-x).maximum(0)  # softplus(-x) = -log(sigmoid(x))
     lw = 1 if pos_weight is None else 1 + (pos_weight - 1) * Y
     return NNMixin._reduce_loss((1 - Y) * x + lw * sp, reduction)
-
-  def mse_loss(self: Any, Y: Tensor, reduction: str = "mean") -> Tensor: return NNMixin._reduce_loss((self - Y).square(), reduction)
-  def l1_loss(self: Any, Y: Tensor, reduction: str = "mean") -> Tensor: return NNMixin._reduce_loss((self - Y).abs(), reduction)
-
-  # ---------------------------------------------------------------- attention
-  def scaled_dot_product_attention(self: Any, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+  def mse_loss(self: Tensor, Y: Tensor, reduction: str = "mean") -> Tensor: return NNMixin._reduce_loss((self - Y).square(), reduction)
+  def l1_loss(self: Tensor, Y: Tensor, reduction: str = "mean") -> Tensor: return NNMixin._reduce_loss((self - Y).abs(), reduction)
+  def scaled_dot_product_attention(self: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                    is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v with self as the query (..., L, E). attn_mask: bool (True = attend) or additive float.
     enable_gqa: key/value with fewer heads (dim -3) than the query are repeated, each head for query_heads // kv_heads query heads."""
-    Tensor = _T()
-    from fusegrad.dtype import dtypes
+    T = type(self)
     if is_causal and attn_mask is not None: raise TensorError("scaled_dot_product_attention: pass either attn_mask or is_causal, not both")
     if enable_gqa and self.ndim >= 3 and key.shape[-3] != self.shape[-3]:
       hq, hk = self.shape[-3], key.shape[-3]
@@ -410,9 +435,16 @@ class NNMixin:
     L, S = self.shape[-2], key.shape[-2]
     q = self._float()
     scores = (q @ key.transpose(-1, -2)) * (scale if scale is not None else 1 / math.sqrt(self.shape[-1]))
-    if is_causal: attn_mask = Tensor.arange(L, device=self.device).reshape(L, 1) >= Tensor.arange(S, device=self.device).reshape(1, S)
+    if is_causal: attn_mask = T.arange(L, device=self.device).reshape(L, 1) >= T.arange(S, device=self.device).reshape(1, S)
     if attn_mask is not None:
       scores = attn_mask.where(scores, -math.inf) if attn_mask.dtype == dtypes.bool else scores + attn_mask
     p = scores.softmax(-1)
     if dropout_p: p = p.dropout(dropout_p)
     return p @ value
+
+  # ---------------- layers as a list of callables
+  def sequential(self: Tensor, layers: list[Callable[[Tensor], Tensor]]) -> Tensor:
+    """Apply each callable of `layers` in turn, each to the previous one's output (tinygrad's nn.Sequential)."""
+    x = self
+    for f in layers: x = f(x)
+    return x

@@ -1,0 +1,215 @@
+"""Creating tensors: from constants (full, zeros, ones, arange, linspace, eye, empty), from random numbers (rand, randn,
+randint, the initializers, multinomial, bernoulli, randperm) and from memory (from_blob).
+
+Tensor inherits CreationMixin; the constructors are classmethods, so `Tensor.zeros(2, 3)` builds a Tensor. Random
+numbers are counter-based: a hash of (seed, element counter) computed on the device (engine/rng.py holds the counter)."""
+from __future__ import annotations
+import ctypes, math
+from typing import TYPE_CHECKING, Any
+from fusegrad.dtype import DType, dtypes, to_dtype, truncate
+from fusegrad.device import Buffer, canonicalize
+from fusegrad.helpers import TensorError, prod
+from fusegrad.uop.ops import Ops, UOp
+from fusegrad import buffers
+from fusegrad.engine import rng
+from fusegrad.tensor.common import IDX, TensorMixin, _check_numel, _checked_dtype
+from fusegrad.tensor.indexing import _sort_rank
+
+if TYPE_CHECKING:
+  from fusegrad.tensor.tensor import Tensor
+
+_device_nodes: dict[str | None, UOp] = {}
+def _device_node(device: str | None) -> UOp:
+  """UOp(Ops.DEVICE, arg=device), kept here for good (there are only a few devices): every constant needs one."""
+  if (u := _device_nodes.get(device)) is None: u = _device_nodes[device] = UOp(Ops.DEVICE, arg=device)
+  return u
+
+class CreationMixin(TensorMixin):
+  # ---------------- building the graph of a new tensor (UOps; no Tensor yet)
+  @staticmethod
+  def _from_bytes(raw: bytes, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
+    size = prod(shape)
+    buf = Buffer(device, size, dtype, raw)
+    return UOp(Ops.RESHAPE, dtype, (buffers.new_buffer_uop(device, size, dtype, buf),), shape) if shape != (size,) else buffers.new_buffer_uop(device, size, dtype, buf)
+  @staticmethod
+  def _const(value: Any, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
+    c = UOp(Ops.CONST, dtype, (_device_node(device),), truncate(dtype, value))
+    if not shape: return c
+    return UOp(Ops.EXPAND, dtype, (UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape)),), tuple(shape))
+
+  # ---------------- creation
+  @classmethod
+  def empty(cls: type[Tensor], *shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    shape = cls._shape_arg(shape)
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    device = canonicalize(device)
+    u = buffers.new_buffer_uop(device, prod(shape), dtype)
+    return cls(UOp(Ops.RESHAPE, dtype, (u,), shape) if shape != (prod(shape),) else u, **kwargs)
+  @staticmethod
+  def _shape_arg(shape: tuple) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
+    for s in shape:
+      if not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"shape entries must be ints, got {shape!r}")
+      if s < 0: raise TensorError(f"negative dimension {s} in shape {shape}")
+    return _check_numel(tuple(shape))
+  @classmethod
+  def full(cls: type[Tensor], shape: tuple[int, ...] | int, fill_value: Any, device: str | None = None, dtype: DType | str | None = None,
+           **kwargs) -> Tensor:
+    shape = cls._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
+    dtype = _checked_dtype([fill_value], to_dtype(dtype) if dtype is not None else None)
+    return cls(cls._const(fill_value, dtype, canonicalize(device), shape), **kwargs)
+  @classmethod
+  def zeros(cls: type[Tensor], *shape, **kwargs) -> Tensor: return cls.full(cls._shape_arg(shape), 0.0 if "dtype" not in kwargs else 0, **kwargs)
+  @classmethod
+  def ones(cls: type[Tensor], *shape, **kwargs) -> Tensor: return cls.full(cls._shape_arg(shape), 1.0 if "dtype" not in kwargs else 1, **kwargs)
+  def full_like(self: Tensor, fill_value: Any, **kwargs) -> Tensor:
+    return type(self).full(self.shape, fill_value, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
+  def zeros_like(self: Tensor, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
+  def ones_like(self: Tensor, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
+  def empty_like(self: Tensor, **kwargs) -> Tensor: return type(self).empty(self.shape, dtype=kwargs.pop("dtype", self.dtype), device=kwargs.pop("device", self.device), **kwargs)
+  @classmethod
+  def arange(cls: type[Tensor], start, stop=None, step=1, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    if stop is None: start, stop = 0, start
+    if step == 0: raise TensorError("arange step must be nonzero")
+    n = max(0, math.ceil((stop - start) / step))
+    ends = [start, start + (n - 1) * step] if n else [start]
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else None
+    dtype = _checked_dtype(ends, dtype) if dtype is None or dtypes.is_int(dtype) else dtype
+    iota = cls(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n))
+    out = (iota.cast(dtype) * step + start) if dtypes.is_int(dtype) or isinstance(step, float) or isinstance(start, float) else (iota * step + start).cast(dtype)
+    return cls(out.cast(dtype).uop, **kwargs)
+  @classmethod
+  def linspace(cls: type[Tensor], start, stop, steps: int, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    if steps < 0: raise TensorError(f"linspace needs steps >= 0, got {steps}")
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if steps == 1: return cls.full((1,), start, device=device, dtype=dtype, **kwargs)
+    i = cls.arange(steps, device=device, dtype=dtypes.float32 if dtype != dtypes.float64 else dtypes.float64)
+    step = (stop - start) / max(steps - 1, 1)
+    # fill from both ends so the last value is exactly stop, as torch does
+    half = steps // 2
+    out = (i < half).where(start + step * i, stop - step * (steps - 1 - i))
+    return cls(out.cast(dtype).uop, **kwargs)
+  @classmethod
+  def eye(cls: type[Tensor], n: int, m: int | None = None, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    m = n if m is None else m
+    if n < 0 or m < 0: raise TensorError(f"eye needs non-negative sizes, got {n}, {m}")
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    r = cls.arange(n, device=device).reshape(n, 1)
+    c = cls.arange(m, device=device).reshape(1, m)
+    return cls((r == c).cast(dtype).uop, **kwargs)
+
+  # ---------------- random (counter-based: a hash of (seed, element counter), computed on the device)
+  @staticmethod
+  def manual_seed(seed: int = 0): rng.manual_seed(seed)
+  @classmethod
+  def _random_bits(cls: type[Tensor], shape: tuple[int, ...], device: str | None) -> Tensor:
+    n = prod(shape)
+    offset = rng.advance(n)
+    ctr = cls(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n)).cast(dtypes.uint32)
+    # the low bits of the offset are a bound variable, so every call reuses the same compiled kernel
+    off = cls(rng.offset_var(offset)).cast(dtypes.uint32)
+    ctr = ctr + off._broadcast_to(ctr.shape)
+    def mix(x: Tensor) -> Tensor:  # "lowbias32" integer hash
+      x = x ^ (x >> 16); x = x * 0x7feb352d; x = x ^ (x >> 15); x = x * 0x846ca68b
+      return x ^ (x >> 16)
+    key = (rng.seed() * 0x9E3779B9 + (offset >> 31) * 0x85EBCA6B) & 0xffffffff
+    return mix(mix(ctr ^ key) + 0x68E31DA4 ^ key).reshape(shape)
+  @classmethod
+  def rand(cls: type[Tensor], *shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    shape = cls._shape_arg(shape)
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not dtypes.is_float(dtype): raise TypeError(f"rand needs a float dtype, got {dtype}")
+    bits = min(dtypes.finfo(dtype)[1] + 1, 24)  # values k * 2**-bits are exact in dtype, so the result stays < 1
+    x = (cls._random_bits(shape, device) >> (32 - bits)).cast(dtypes.float32) * (2.0 ** -bits)
+    return cls(x.cast(dtype).uop, **kwargs)
+  def rand_like(self: Tensor, **kwargs) -> Tensor: return type(self).rand(self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
+  @classmethod
+  def randn(cls: type[Tensor], *shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    shape = cls._shape_arg(shape)
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    u = cls.rand(2, *shape, device=device, dtype=dtypes.float32)
+    x = (1 - u[0]).log().mul(-2).sqrt() * (u[1] * (2 * math.pi)).cos()  # Box-Muller; 1-u is in (0, 1]
+    return cls(x.cast(dtype).uop, **kwargs)
+  def randn_like(self: Tensor, **kwargs) -> Tensor: return type(self).randn(self.shape, device=kwargs.pop("device", self.device), dtype=kwargs.pop("dtype", self.dtype), **kwargs)
+  @classmethod
+  def randint(cls: type[Tensor], *shape, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | str | None = None,
+              **kwargs) -> Tensor:
+    if high <= low: raise TensorError(f"randint needs low < high, got low={low}, high={high}")
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.int32
+    x = (cls.rand(*shape, device=device, dtype=dtypes.float32) * (high - low)).floor().cast(dtypes.int64) + low
+    return cls(x.minimum(high - 1).cast(dtype).uop, **kwargs)
+  @classmethod
+  def uniform(cls: type[Tensor], *shape, low: float = 0.0, high: float = 1.0, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    return ((high - low) * cls.rand(*shape, **kwargs) + low).cast(dtype)
+  @classmethod
+  def normal(cls: type[Tensor], *shape, mean: float = 0.0, std: float = 1.0, dtype: DType | str | None = None, **kwargs) -> Tensor:
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    return (std * cls.randn(*shape, **kwargs) + mean).cast(dtype)
+  @classmethod
+  def scaled_uniform(cls: type[Tensor], *shape, **kwargs) -> Tensor:
+    return cls.uniform(*shape, low=-1.0, high=1.0, **kwargs).mul(prod(cls._shape_arg(shape)) ** -0.5)
+  @classmethod
+  def glorot_uniform(cls: type[Tensor], *shape, **kwargs) -> Tensor:
+    s = cls._shape_arg(shape)
+    bound = (6 / (s[0] + prod(s[1:]))) ** 0.5
+    return cls.uniform(*s, low=-bound, high=bound, **kwargs)
+  @classmethod
+  def kaiming_uniform(cls: type[Tensor], *shape, a: float = 0.01, **kwargs) -> Tensor:
+    s = cls._shape_arg(shape)
+    bound = math.sqrt(3.0) * math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(s[1:]))
+    return cls.uniform(*s, low=-bound, high=bound, **kwargs)
+  @classmethod
+  def kaiming_normal(cls: type[Tensor], *shape, a: float = 0.01, **kwargs) -> Tensor:
+    s = cls._shape_arg(shape)
+    std = math.sqrt(2.0 / (1 + a ** 2)) / math.sqrt(prod(s[1:]))
+    return cls.normal(*s, mean=0.0, std=std, **kwargs)
+  def multinomial(self: Tensor, num_samples: int = 1, replacement: bool = False) -> Tensor:
+    """Sample indices from the (unnormalized) weights in each row of a 1-d or 2-d tensor; integer weights work as in
+    tinygrad (torch takes only floats). With replacement: inverse-CDF sampling; without: the num_samples smallest
+    exponential race times Exp(1)/p (distinct indices)."""
+    T = type(self)
+    if self.ndim not in (1, 2): raise RuntimeError(f"multinomial(): prob_dist must be 1 or 2 dim, got shape {self.shape}")
+    if num_samples <= 0: raise RuntimeError(f"multinomial(): num_samples must be positive, got {num_samples}")
+    p = (self if self.ndim == 2 else self.unsqueeze(0)).detach().float()
+    rows, n = p.shape
+    if not replacement and num_samples > n: raise RuntimeError(f"multinomial(): cannot sample n_sample={num_samples} > prob_dist.size(-1)={n} samples without replacement")
+    if replacement:
+      cdf = p.cumsum(1)
+      u = T.rand(rows, num_samples, 1, device=self.device) * cdf[:, -1:].unsqueeze(1)
+      idx = (cdf.unsqueeze(1) <= u).sum(-1, dtype=IDX).minimum(n - 1)
+    else:
+      race = -(1 - T.rand(rows, n, device=self.device)).log() / p
+      idx = race.topk(num_samples, 1, largest=False)[1]
+    return idx if self.ndim == 2 else idx.reshape(num_samples)
+  def bernoulli(self: Tensor, p: float | None = None) -> Tensor:
+    """0/1 samples (in self's dtype): each element is 1 with probability self (or the scalar p, with self's shape)."""
+    T = type(self)
+    if p is not None and not 0 <= p <= 1: raise RuntimeError(f"bernoulli(): p must be in [0, 1], got {p}")
+    probs = self.detach() if p is None else T.full(self.shape, float(p), device=self.device)
+    return (T.rand(self.shape, device=self.device) < probs).cast(self.dtype if dtypes.is_float(self.dtype) or p is not None else dtypes.default_float)
+  @classmethod
+  def randperm(cls: type[Tensor], n: int, device: str | None = None, dtype=None, **kwargs) -> Tensor:
+    """A random permutation of 0..n-1: the ranks of n random 32-bit keys (ties broken by position)."""
+    if n < 0: raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
+    dt = to_dtype(dtype) if dtype is not None else IDX
+    if n == 0: return cls.zeros(0, dtype=dt, device=device, **kwargs)
+    keys = cls._random_bits((n,), device)
+    rank = _sort_rank(keys, False)
+    return cls(rank.cast(dt).uop, **kwargs)
+
+  # ---------------- from memory
+  @classmethod
+  def from_blob(cls: type[Tensor], ptr, shape, **kwargs) -> Tensor:
+    """A tensor holding a copy of the memory at ptr (an int address, a ctypes pointer, or an object with
+    __array_interface__ such as a numpy array): shape and dtype (default float32) say how much. tinygrad aliases the
+    memory instead; fusegrad copies it, so the pointer need not outlive the call."""
+    dtype = to_dtype(kwargs.pop("dtype", None) or dtypes.default_float)
+    device = canonicalize(kwargs.pop("device", None))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if hasattr(ptr, "__array_interface__"): addr = ptr.__array_interface__["data"][0]
+    elif isinstance(ptr, int): addr = ptr
+    else: addr = ctypes.cast(ptr, ctypes.c_void_p).value
+    nbytes = prod(shape) * dtype.itemsize
+    if nbytes and not addr: raise TensorError("from_blob: null pointer")
+    return cls(cls._from_bytes(ctypes.string_at(addr, nbytes) if nbytes else b"", dtype, device, shape), **kwargs)

@@ -1,0 +1,548 @@
+"""Indexing: numpy/PyTorch getitem and setitem, gather and scatter (index_select, take, masked_fill/select, nonzero,
+scatter_reduce, index_add ...), sorting (sort, topk, median, kthvalue, mode) and scans (cumsum, cumprod, cummax ...).
+
+Tensor inherits IndexingMixin. Everything is composed from the core lazy ops (movement, elementwise, reduce, GATHER,
+WINDOW), so it fuses and differentiates like any other graph. A few ops have a result shape that depends on the data
+(masked_select, nonzero, boolean-mask indexing): those realize the mask first, as PyTorch does.
+
+Index outputs (sort/argsort/topk/cummax/... indices, nonzero) are int32, fusegrad's default int, where PyTorch returns
+int64."""
+from __future__ import annotations
+import math
+from typing import TYPE_CHECKING, Any
+from fusegrad.dtype import DType, dtypes, to_dtype
+from fusegrad.helpers import TensorError, flatten, prod
+from fusegrad.uop.ops import Ops, UOp, broadcast_shape
+from fusegrad.tensor.elementwise import _fmath
+from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange, _from_last, _norm, _norm_axis, _pad_dim, _pick, _to_last
+
+if TYPE_CHECKING:
+  from fusegrad.tensor.tensor import Tensor
+
+_SCAN_BLOCK = 32
+
+def _scan_identity(op: str, dt: DType):
+  return {"sum": 0, "prod": 1, "max": dtypes.min(dt), "min": dtypes.max(dt), "logsumexp": -math.inf}[op]
+
+def _scan_combine(op: str, a: Tensor, b: Tensor) -> Tensor:
+  if op == "sum": return a + b
+  if op == "prod": return a * b
+  if op == "max": return a.maximum(b)
+  if op == "min": return a.minimum(b)
+  return a.logaddexp(b)
+
+def _reduce_last(w: Tensor, op: str) -> Tensor:
+  if op == "sum": return w.sum(-1, dtype=w.dtype)
+  if op == "prod": return w.prod(-1, dtype=w.dtype)
+  if op == "max": return w.max(-1)
+  if op == "min": return w.min(-1)
+  m = w.max(-1, keepdim=True).detach()
+  m = m.isinf().where(0, m)
+  return ((w - m).exp().sum(-1, keepdim=True).log() + m).squeeze(-1)
+
+def _window_scan(x: Tensor, op: str) -> Tensor:
+  """Inclusive scan over the last dim in one reduce: a (n, n) view w[i, k] = x[i - n + 1 + k] (identity before the
+  start) built from movement ops only (tile the padded row n+1 times and read it with rows one element longer)."""
+  n = x.shape[-1]
+  if n <= 1: return x
+  lead = x.shape[:-1]
+  keep = tuple((0, s) for s in lead)
+  xp = _pad_dim(x, x.ndim - 1, n - 1, 0, _scan_identity(op, x.dtype))
+  L = 2 * n - 1
+  t = xp.unsqueeze(-2).expand(*lead, n + 1, L).reshape(*lead, (n + 1) * L)
+  t = t.shrink(keep + ((0, 2 * n * n),)).reshape(*lead, n, 2 * n).shrink(keep + ((0, n), (0, n)))
+  return _reduce_last(t, op)
+
+def _scan(x: Tensor, op: str) -> Tensor:
+  """Inclusive scan over the last dim. Blocks of _SCAN_BLOCK are scanned with a window each, and the block totals
+  recursively, so the work is O(n * block) instead of O(n^2)."""
+  n = x.shape[-1]
+  if n <= _SCAN_BLOCK: return _window_scan(x, op)
+  B, lead = _SCAN_BLOCK, x.shape[:-1]
+  nb, ident, keep = -(-n // B), _scan_identity(op, x.dtype), tuple((0, s) for s in lead)
+  inner = _window_scan(_pad_dim(x, x.ndim - 1, 0, nb * B - n, ident).reshape(*lead, nb, B), op)
+  totals = inner.shrink(keep + ((0, nb), (B - 1, B))).reshape(*lead, nb)
+  before = _pad_dim(_scan(totals, op), len(lead), 1, 0, ident).shrink(keep + ((0, nb),))
+  out = _scan_combine(op, before.unsqueeze(-1), inner)
+  return out.reshape(*lead, nb * B).shrink(keep + ((0, n),))
+
+def _sort_rank(x: Tensor, descending: bool) -> Tensor:
+  """Position of each element (last dim) in a stable sort: the number of elements that go before it. NaN sorts as
+  the largest value, as in torch."""
+  n = x.shape[-1]
+  if x.dtype == dtypes.bool: x = x.cast(dtypes.uint8)
+  xi, xj = x.unsqueeze(-1), x.unsqueeze(-2)  # [..., i, j]
+  before, eq = (xj > xi) if descending else (xj < xi), xj == xi
+  if dtypes.is_float(x.dtype):
+    ni, nj = xi != xi, xj != xj
+    before = before | ((nj & ni.logical_not()) if descending else (ni & nj.logical_not()))
+    eq = eq | (ni & nj)
+  ar = _arange(n, x)
+  earlier = ar.reshape(1, n) < ar.reshape(n, 1)  # [i, j]: j < i
+  return (before | (eq & earlier)).sum(-1, dtype=IDX)
+
+def _rank_to_index(rank: Tensor, k: int) -> Tensor:
+  """idx[..., r] = the i with rank[..., i] == r, for r < k."""
+  n = rank.shape[-1]
+  hit = rank.unsqueeze(-2) == _arange(k, rank).reshape(k, 1)  # [..., r, i]
+  return hit.where(_arange(n, rank), 0).sum(-1, dtype=IDX)
+
+class _Index:
+  """A parsed index expression: the basic part (per source dim a shrink, flip and stride), the view shape after it
+  (ints removed, None inserted) and the advanced index tensors with the view dim each applies to."""
+  def __init__(self, shrinks, flips, strides, mid, final, adv):
+    self.shrinks, self.flips, self.strides, self.mid, self.final, self.adv = shrinks, flips, strides, mid, final, adv
+
+def _index_tensor_from(x: Any, like: Tensor) -> tuple[Tensor, list | None]:
+  """x (a tensor, list or array) as an index tensor on like's device, and its values when they were known already."""
+  T, device = type(like), like.device
+  if is_tensor(x): return x, None
+  vals = x.tolist() if hasattr(x, "tolist") else x
+  def _flat_all(v): return [y for z in v for y in _flat_all(z)] if isinstance(v, (list, tuple)) else [v]
+  flat = _flat_all(vals)
+  if any(is_tensor(v) for v in flat): raise IndexError("a list of tensors as an index is not supported; index with a tuple of tensors")
+  if flat and all(isinstance(v, bool) for v in flat): return T(vals, device=device, dtype=dtypes.bool), None
+  if any(isinstance(v, float) for v in flat): raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+  return T(vals, device=device, dtype=IDX) if flat else T(vals, device=device, dtype=IDX).reshape(0), [int(v) for v in flat]
+
+def _parse_index(self: Tensor, indices) -> _Index:
+  T = type(self)
+  if not isinstance(indices, tuple): indices = (indices,)
+  items: list[tuple[str, Any, Any]] = []
+  for x in indices:
+    if x is None: items.append(("none", None, None))
+    elif x is Ellipsis: items.append(("ell", None, None))
+    elif isinstance(x, slice): items.append(("slice", x, None))
+    elif isinstance(x, bool) or (type(x).__module__ == "numpy" and type(x).__name__ in ("bool_", "bool")): items.append(("bool", bool(x), None))
+    elif is_tensor(x) or isinstance(x, (list, tuple)) or (hasattr(x, "__array_interface__") and getattr(x, "ndim", 0) > 0):
+      t, vals = _index_tensor_from(x, self)
+      if t.dtype == dtypes.bool:
+        if t.ndim == 0: items.append(("bool", bool(t.item()), None))
+        else: items.append(("mask", t, None))
+      elif not dtypes.is_int(t.dtype): raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, got {t.dtype}")
+      else: items.append(("tensor", t, vals))
+    elif hasattr(x, "__index__"): items.append(("int", int(x.__index__()), None))
+    else: raise IndexError(f"unsupported index type {type(x).__name__}: only integers, slices, None, ..., lists and integer or bool tensors are valid indices")
+  if sum(1 for k, _, _ in items if k == "ell") > 1: raise IndexError("an index can only have a single ellipsis (...)")
+  consumed = sum(1 if k in ("int", "slice", "tensor") else v.ndim if k == "mask" else 0 for k, v, _ in items)
+  if consumed > self.ndim: raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {consumed})")
+  if any(k == "ell" for k, _, _ in items):
+    e = [k for k, _, _ in items].index("ell")
+    items = items[:e] + [("slice", slice(None), None)] * (self.ndim - consumed) + items[e + 1:]
+  else: items = items + [("slice", slice(None), None)] * (self.ndim - consumed)
+  # boolean masks become one integer index per dim they cover (their count needs the data, as in torch)
+  expanded, dim = [], 0
+  for k, v, vals in items:
+    if k == "mask":
+      if v.shape != self.shape[dim:dim + v.ndim]:
+        raise IndexError(f"the shape of the mask {v.shape} at index {dim} does not match the shape of the indexed tensor {self.shape[dim:dim + v.ndim]}")
+      expanded.extend(("tensor", t, None) for t in v.nonzero(as_tuple=True))
+      dim += v.ndim
+    else:
+      expanded.append((k, v, vals))
+      dim += 1 if k in ("int", "slice", "tensor") else 0
+  shrinks, flips, strides, mid, final, adv, dim = [], [], [], [], [], [], 0
+  for k, v, vals in expanded:
+    if k == "none": final.append(1); continue
+    if k == "bool":  # a new dim of size 1, indexed by [0] (True) or [] (False)
+      adv.append((len(final), T([0] if v else [], device=self.device, dtype=IDX).reshape(1 if v else 0)))
+      final.append(1)
+      continue
+    size = self.shape[dim]
+    if k == "slice":
+      start, stop, step = v.indices(size)
+      if step == 0: raise TensorError("slice step cannot be zero")
+      if step > 0: shrinks.append((start, max(start, stop))); cnt = max(0, math.ceil((stop - start) / step))
+      else:  # a negative step walks backwards: take [stop+1, start] and flip it
+        shrinks.append((stop + 1, start + 1) if start > stop else (0, 0)); cnt = max(0, math.ceil((start - stop) / -step))
+      flips.append(step < 0); strides.append(abs(step)); mid.append(cnt); final.append(cnt)
+    elif k == "int":
+      if not -size <= v < size: raise IndexError(f"index {v} is out of bounds for dimension {dim} with size {size}")
+      shrinks.append((v % size, v % size + 1)); flips.append(False); strides.append(1); mid.append(1)
+    else:
+      if vals is not None and vals and not (-size <= min(vals) and max(vals) < size):
+        bad = min(vals) if min(vals) < -size else max(vals)
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+      shrinks.append((0, size)); flips.append(False); strides.append(1); mid.append(size)
+      adv.append((len(final), v)); final.append(size)
+    dim += 1
+  return _Index(shrinks, flips, strides, mid, final, adv)
+
+def _basic_view(x: Tensor, ix: _Index) -> Tensor:
+  x = x.shrink(ix.shrinks)
+  if any(ix.flips): x = x.flip([i for i, f in enumerate(ix.flips) if f])
+  if any(s != 1 for s in ix.strides):
+    # stride s: pad each dim to a multiple of s, split it into (n, s) and keep column 0
+    x = x.pad(tuple((0, (-sh) % st if sh else 0) for sh, st in zip(x.shape, ix.strides)))
+    x = x.reshape(flatten((sh // st, st) for sh, st in zip(x.shape, ix.strides)))
+    x = x.shrink([p for sh in x.shape[0::2] for p in ((0, sh), (0, 1))])
+  return x.reshape(tuple(ix.final))
+
+def _basic_unview(v: Tensor, shape: tuple[int, ...], ix: _Index) -> Tensor:
+  """The inverse of _basic_view: v (shaped like the view) placed where the view reads from, zeros elsewhere."""
+  v = v.reshape(tuple(ix.mid))
+  if any(s != 1 for s in ix.strides):
+    lens = [e - b for b, e in ix.shrinks]
+    v = v.reshape(flatten((m, 1) for m in ix.mid))
+    v = v.pad([p for m, st in zip(ix.mid, ix.strides) for p in ((0, 0), (0, st - 1))])
+    v = v.reshape(tuple(m * st for m, st in zip(ix.mid, ix.strides))).shrink(tuple((0, n) for n in lens))
+  if any(ix.flips): v = v.flip([i for i, f in enumerate(ix.flips) if f])
+  return v.pad(tuple((b, s - e) for (b, e), s in zip(ix.shrinks, shape)))
+
+def _fit_value(v: Tensor, shape: tuple[int, ...]) -> Tensor:
+  """A setitem value broadcast to the indexed shape (leading size-1 dims beyond it are dropped, as torch does)."""
+  while v.ndim > len(shape) and v.shape[0] == 1: v = v.reshape(v.shape[1:])
+  try: return v._broadcast_to(tuple(shape))
+  except ValueError: raise RuntimeError(f"shape mismatch: value tensor of shape {v.shape} cannot be broadcast to indexing result of shape {tuple(shape)}") from None
+
+def _static_positions(mask: Tensor, size: int) -> tuple[Tensor, Tensor]:
+  """For a 1-d bool mask: (idx, valid), both of shape (size,): idx[r] is the position of the r-th True (0 past the
+  count), valid[r] is r < count. Lazy (no realize): a (size, n) comparison against the running count."""
+  n = mask.shape[0]
+  r = _arange(size, mask)
+  if n == 0: return r * 0, r < 0
+  c = mask.cast(IDX).cumsum()
+  hit = mask.reshape(1, n) & (c.reshape(1, n) == (r + 1).reshape(size, 1))
+  return hit.where(_arange(n, mask).reshape(1, n), 0).sum(-1, dtype=IDX), r < c[n - 1]
+
+class IndexingMixin(TensorMixin):
+  # ---------------- indexing
+  def __getitem__(self: Tensor, indices) -> Tensor:
+    """numpy/PyTorch indexing: ints, slices (negative steps too), None, ..., and integer/bool tensors or lists
+    (advanced indexing, PyTorch's rules for where the indexed dims go)."""
+    return self._getitem(indices)
+  def __setitem__(self: Tensor, indices, value) -> None:
+    """self[indices] = value, written in place into the data this tensor holds or views: every view of it (slices,
+    reshapes, transposes, made before or after) sees the new values, as in torch. Inside a TinyJit capture the views are
+    rebound to the new value instead."""
+    if self.requires_grad and not type(self).no_grad:
+      raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
+    self._write(self._setitem_value(indices, value))
+  def _getitem(self: Tensor, indices) -> Tensor:
+    ix = _parse_index(self, indices)
+    v = _basic_view(self, ix)
+    if not ix.adv: return v
+    dims = [d for d, _ in ix.adv]
+    sizes = [v.shape[d] for d in dims]
+    bshape = broadcast_shape(*[t.shape for _, t in ix.adv])
+    idt = IDX if prod(sizes) < 2**31 else dtypes.int64
+    flat, stride = None, 1
+    for (d, t), n in zip(reversed(ix.adv), reversed(sizes)):
+      t = t.cast(idt)
+      t = (t < 0).where(t + n, t)
+      term = t * stride if stride != 1 else t
+      flat = term if flat is None else flat + term
+      stride *= n
+    flat = flat._broadcast_to(bshape)
+    rest = [i for i in range(v.ndim) if i not in dims]
+    xv = v.permute(dims + rest).reshape((prod(sizes),) + tuple(v.shape[i] for i in rest))
+    out = xv._index_tensor(0, flat)
+    # the indexed dims replace the advanced ones where they were when those are adjacent, else they go first
+    if dims == list(range(dims[0], dims[0] + len(dims))) and dims[0] > 0:
+      k, p = len(bshape), dims[0]
+      out = out.permute(tuple(range(k, k + p)) + tuple(range(k)) + tuple(range(k + p, out.ndim)))
+    return out
+  def _setitem_value(self: Tensor, indices, value) -> Tensor:
+    """The full new value of self after `self[indices] = value` (basic indexing: a mask and a padded value;
+    advanced indexing: a scatter into the flat positions the index selects; the last write to a position wins)."""
+    T = type(self)
+    v = value if isinstance(value, T) else T(value, device=self.device, dtype=self.dtype)
+    v = v.cast(self.dtype)
+    ix = _parse_index(self, indices)
+    if not ix.adv:
+      v = _fit_value(v, tuple(ix.final))
+      mask = _basic_unview(T.ones(tuple(ix.final), dtype=dtypes.bool, device=self.device), self.shape, ix)
+      return mask.where(_basic_unview(v, self.shape, ix), self)
+    pos = _arange(self.numel(), self).reshape(self.shape)._getitem(indices)
+    v = _fit_value(v, pos.shape)
+    return self.flatten().scatter(0, pos.flatten(), v.flatten()).reshape(self.shape)
+
+  # ---------------- gather and scatter
+  def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
+    """torch.gather: out[i][j][k] = self[index[i][j][k]][j][k] for dim=0 (and likewise for other dims).
+    index must be an integer tensor with self's ndim and index.shape[d] <= self.shape[d] for d != dim."""
+    if not is_tensor(index): index = type(self)(index, device=self.device)
+    d = _norm_axis(dim, self.ndim)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    if index.ndim != self.ndim or any(i > s for k, (i, s) in enumerate(zip(index.shape, self.shape)) if k != d):
+      raise TensorError(f"gather: index shape {index.shape} must have {self.ndim} dims and fit in {self.shape} outside dim {d}")
+    x = self.shrink(tuple((0, i) if k != d else None for k, i in enumerate(index.shape)))
+    return type(self)(UOp(Ops.GATHER, self.dtype, (x.uop, index.uop), d))
+  def _index_tensor(self: Tensor, dim: int, idx: Tensor) -> Tensor:
+    """self indexed along `dim` by an integer tensor (numpy advanced indexing with one index array)."""
+    if not dtypes.is_int(idx.dtype): raise TypeError(f"index tensors must be integer (bool masks are not supported yet), got {idx.dtype}")
+    n = self.shape[dim]
+    idx = (idx < 0).where(idx + n, idx)
+    x = self.permute((dim,) + tuple(i for i in range(self.ndim) if i != dim))  # indexed dim first
+    rest = x.shape[1:]
+    k = idx.ndim
+    xe = x.reshape((n,) + (1,) * max(k - 1, 0) + rest).expand((n,) + idx.shape[1:] + rest) if k else x
+    ie = idx.reshape(idx.shape + (1,) * len(rest)).expand(idx.shape + rest) if k else idx.reshape((1,) * (1 + len(rest))).expand((1,) + rest)
+    out = xe.gather(0, ie) if k else xe.gather(0, ie).reshape(rest)
+    # numpy puts the index dims where the indexed dim was when it is the only advanced index
+    lead = tuple(range(k, k + dim))
+    return out.permute(lead + tuple(range(k)) + tuple(range(k + dim, out.ndim))) if dim and k else out
+  def index_select(self: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Rows `index` (a 0-d or 1-d integer tensor) of dim `dim`."""
+    T = type(self)
+    if not isinstance(index, T): index = T(index, device=self.device, dtype=IDX)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"index_select(): index must be an integer tensor, got {index.dtype}")
+    if index.ndim > 1: raise IndexError(f"index_select(): index must be 0-d or 1-d, got shape {index.shape}")
+    d = _norm(dim, self.ndim)
+    if self.ndim == 0: return self.reshape(1)._index_tensor(0, index.reshape(-1)).reshape(index.shape)
+    return self._index_tensor(d, index.reshape(-1))
+  def take(self: Tensor, index: Tensor) -> Tensor:
+    """self.flatten()[index], shaped like index."""
+    T = type(self)
+    if not isinstance(index, T): index = T(index, device=self.device, dtype=IDX)
+    if not dtypes.is_int(index.dtype): raise TypeError(f"take(): index must be an integer tensor, got {index.dtype}")
+    return self.flatten()._index_tensor(0, index.reshape(-1)).reshape(index.shape)
+  def take_along_dim(self: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    if dim is None: return self.flatten().gather(0, indices.flatten())
+    d = _norm(dim, self.ndim)
+    if indices.ndim != self.ndim: raise RuntimeError(f"take_along_dim(): indices {indices.shape} must have as many dims as the input {self.shape}")
+    shp = broadcast_shape(tuple(1 if i == d else s for i, s in enumerate(self.shape)), tuple(1 if i == d else s for i, s in enumerate(indices.shape)))
+    x = self._broadcast_to(tuple(self.shape[d] if i == d else s for i, s in enumerate(shp)))
+    return x.gather(d, indices._broadcast_to(tuple(indices.shape[d] if i == d else s for i, s in enumerate(shp))))
+  def masked_fill(self: Tensor, mask: Tensor, value) -> Tensor:
+    """self where mask is False, value where it is True. mask must be bool; value a scalar or a tensor that broadcasts
+    to self (torch takes only 0-d tensors, tinygrad any broadcastable one); it is cast to self's dtype."""
+    T = type(self)
+    if not isinstance(mask, T) or mask.dtype != dtypes.bool: raise TypeError(f"masked_fill only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    value = value.cast(self.dtype) if isinstance(value, T) else T(value, device=self.device, dtype=self.dtype)
+    return mask.where(value, self)
+  def masked_select(self: Tensor, mask: Tensor, *, size: int | None = None, fill_value=0) -> Tensor:
+    """The elements where mask is True, as a 1-d tensor (realizes the mask to know the count). With size=N the result
+    has exactly N elements and nothing is realized: the first N selected, then fill_value."""
+    T = type(self)
+    if not isinstance(mask, T) or mask.dtype != dtypes.bool: raise TypeError(f"masked_select only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    shape = broadcast_shape(self.shape, mask.shape)
+    x, m = self._broadcast_to(shape).flatten(), mask._broadcast_to(shape).flatten()
+    if size is None: return x._index_tensor(0, m.nonzero().reshape(-1))
+    idx, valid = _static_positions(m, size)
+    if x.shape[0] == 0: return T.full((size,), fill_value, dtype=self.dtype, device=self.device)
+    return valid.where(x._index_tensor(0, idx), T(fill_value, device=self.device, dtype=self.dtype))
+  def nonzero(self: Tensor, as_tuple: bool = False, *, size: int | None = None, fill_value: int = -1):
+    """Indices of the nonzero elements: (count, ndim) int32, or a tuple of ndim 1-d tensors. Realizes self.
+    With size=N (torch.nonzero_static): exactly N rows, computed lazily; rows past the count hold fill_value."""
+    T = type(self)
+    if size is not None:
+      if size < 0: raise RuntimeError(f"nonzero(): size must be non-negative, got {size}")
+      idx, valid = _static_positions((self.reshape(1) if self.ndim == 0 else self.flatten()) != 0, size)
+      cols, stride = [], 1
+      for s in reversed(self.shape):
+        cols.insert(0, (idx // stride) % s if s > 1 else idx * 0)
+        stride *= s
+      out = valid.unsqueeze(-1).where(T.stack(*cols, dim=-1), fill_value) if cols else T.zeros(size, 0, dtype=IDX, device=self.device)
+      return tuple(out[:, d] for d in range(self.ndim)) if as_tuple else out.cast(IDX)
+    vals = self.flatten().tolist() if self.ndim else [self.item()]
+    hits = [i for i, v in enumerate(vals) if v]
+    coords = []
+    for h in hits:
+      c = []
+      for s in reversed(self.shape):
+        c.append(h % s); h //= s
+      coords.append(c[::-1])
+    if as_tuple:
+      if self.ndim == 0: return (T([0] * len(hits), device=self.device, dtype=IDX).reshape(len(hits)),)
+      return tuple(T([c[d] for c in coords], device=self.device, dtype=IDX).reshape(len(hits)) for d in range(self.ndim))
+    return T(coords, device=self.device, dtype=IDX).reshape(len(hits), self.ndim) if hits else T.zeros(0, self.ndim, dtype=IDX, device=self.device)
+  argwhere = nonzero
+  def _scatter_setup(self: Tensor, dim: int, index: Tensor, src: Tensor | None, name: str):
+    T = type(self)
+    if not isinstance(index, T): index = T(index, device=self.device, dtype=IDX)
+    d = _norm(dim, max(self.ndim, 1))
+    if not dtypes.is_int(index.dtype): raise TypeError(f"{name}(): index must be an integer tensor, got {index.dtype}")
+    if index.ndim != self.ndim: raise RuntimeError(f"{name}(): index {index.shape} must have as many dims as self {self.shape}")
+    if any(i > s for k, (i, s) in enumerate(zip(index.shape, self.shape)) if k != d):
+      raise RuntimeError(f"{name}(): index {index.shape} is larger than self {self.shape} outside dim {d}")
+    if src is not None:
+      if src.ndim != self.ndim or any(i > s for i, s in zip(index.shape, src.shape)):
+        raise RuntimeError(f"{name}(): index {index.shape} is larger than src {src.shape}")
+      if src.dtype != self.dtype: raise RuntimeError(f"{name}(): expected self.dtype ({self.dtype}) to equal src.dtype ({src.dtype})")
+      src = src.shrink(tuple((0, i) for i in index.shape))
+    return d, index, src
+  def _scatter_parts(self: Tensor, d: int, index: Tensor):
+    """(hit[..., i, m]: index[..., i] == m with dim d last; self with dim d last, shrunk to the index's other dims)."""
+    n = self.shape[d]
+    idx = _to_last(index, d)
+    hit = idx.unsqueeze(-1) == _arange(n, self)
+    x = _to_last(self, d).shrink(tuple((0, i) for i in idx.shape[:-1]) + ((0, n),))
+    return hit, x
+  def _scatter_finish(self: Tensor, d: int, index: Tensor, touched: Tensor, val: Tensor) -> Tensor:
+    """Write val where touched (both with dim d last, over the index's other dims), keep self elsewhere."""
+    pads = tuple((0, s - i) for s, i in zip(_to_last(self, d).shape[:-1], touched.shape[:-1])) + ((0, 0),)
+    return _from_last(touched.pad(pads), d).where(_from_last(val.pad(pads), d), self)
+  def scatter(self: Tensor, dim: int, index: Tensor, src=None, value=None, reduce: str | None = None) -> Tensor:
+    """out[index[i][j]][j] = src[i][j] (for dim=0); src may be a tensor or a scalar (`value`).
+    With repeated indices the last write wins (torch leaves the order unspecified)."""
+    T = type(self)
+    if src is None and value is None: raise TypeError("scatter() needs src or value")
+    if src is None or not isinstance(src, T):
+      src = value if src is None else src
+      if isinstance(src, T): raise TypeError("scatter(): pass a tensor as src, not value")
+      d = _norm(dim, max(self.ndim, 1))
+      src = T.full(index.shape if isinstance(index, T) else T(index).shape, src, dtype=self.dtype, device=self.device)
+    if reduce is not None:
+      if reduce not in ("add", "multiply"): raise TensorError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
+      return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")
+    d, index, src = self._scatter_setup(dim, index, src, "scatter")
+    if index.numel() == 0: return self
+    hit, _ = self._scatter_parts(d, index)
+    k = index.shape[d]
+    order = (_arange(k, self) + 1).reshape(k, 1)
+    last = hit.where(order, 0).max(-2, keepdim=True)  # 1 + the last i writing to each position, 0 if none
+    win = hit & (order == last)
+    s = _to_last(src, d).unsqueeze(-1)
+    sdt = dtypes.uint8 if s.dtype == dtypes.bool else s.dtype
+    val = win.where(s.cast(sdt), 0).sum(-2, dtype=sdt).cast(self.dtype)
+    return self._scatter_finish(d, index, last.squeeze(-2) > 0, val)
+  def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor: return self.scatter_reduce(dim, index, src, "sum")
+  def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool = True) -> Tensor:
+    """Reduce src into self at index along dim with 'sum', 'prod', 'mean', 'amax' or 'amin' (torch semantics,
+    including include_self=False, integer 'mean' rounding down, and ties of amax/amin sharing the gradient)."""
+    if reduce not in ("sum", "prod", "mean", "amax", "amin"): raise TensorError(f"scatter_reduce(): reduce must be one of sum, prod, mean, amax, amin, got {reduce!r}")
+    d, index, src = self._scatter_setup(dim, index, src, "scatter_reduce")
+    if index.numel() == 0: return self
+    hit, x = self._scatter_parts(d, index)
+    s = _to_last(src, d).unsqueeze(-1)  # [..., i, 1]
+    touched = hit.any(-2)
+    dt = self.dtype
+    if dt == dtypes.bool and reduce in ("sum", "mean", "prod"):
+      out = self.cast(dtypes.uint8).scatter_reduce(dim, index, src.cast(dtypes.uint8), reduce, include_self)
+      return (out != 0) if reduce != "prod" else out.cast(dtypes.bool)
+    if reduce in ("sum", "mean"):
+      val = hit.where(s, 0).sum(-2, dtype=dt)
+      if include_self: val = val + x
+      if reduce == "mean":
+        cnt = hit.sum(-2, dtype=IDX) + int(include_self)
+        cnt = (cnt == 0).where(1, cnt)
+        val = val / cnt.cast(dt) if dtypes.is_float(dt) else val.idiv(cnt.cast(dt))
+    elif reduce == "prod":
+      val = hit.where(s, 1).prod(-2, dtype=dt)
+      if include_self: val = val * x
+    else:
+      fill = _scan_identity("max" if reduce == "amax" else "min", dt)
+      cands = hit.where(s, fill)
+      if include_self: cands = x.unsqueeze(-2).cat(cands, dim=-2)
+      val = cands.max(-2) if reduce == "amax" else cands.min(-2)
+    return self._scatter_finish(d, index, touched, val)
+  def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha=1) -> Tensor:
+    """self with source's slices added at rows `index` of dim (repeated rows accumulate)."""
+    d = _norm(dim, max(self.ndim, 1))
+    if index.ndim > 1 or not dtypes.is_int(index.dtype): raise IndexError(f"index_add(): index must be a 0-d or 1-d integer tensor, got {index.shape} {index.dtype}")
+    if source.shape[:d] + source.shape[d + 1:] != self.shape[:d] + self.shape[d + 1:] or source.shape[d] != index.numel():
+      raise RuntimeError(f"index_add(): source {source.shape} does not match self {self.shape} and index {index.shape} along dim {d}")
+    idx = index.reshape(tuple(-1 if i == d else 1 for i in range(self.ndim))).expand(source.shape)
+    return self.scatter_reduce(d, idx, (source * alpha if alpha != 1 else source).cast(self.dtype), "sum")
+  def index_fill(self: Tensor, dim: int, index: Tensor, value) -> Tensor:
+    """self with the rows `index` of dim set to value."""
+    d = _norm(dim, max(self.ndim, 1))
+    if index.ndim > 1 or not dtypes.is_int(index.dtype): raise IndexError(f"index_fill(): index must be a 0-d or 1-d integer tensor, got {index.shape} {index.dtype}")
+    n = self.shape[d]
+    i = index.reshape(-1, 1)
+    rows = ((i == _arange(n, self)) | (i + n == _arange(n, self))).any(0)
+    return self.masked_fill(rows.reshape(tuple(n if k == d else 1 for k in range(self.ndim))), value)
+
+  # ---------------- ordering and scans
+  def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
+    """(values, indices) sorted along dim. Always stable (ties keep their order); NaN sorts as the largest value.
+    O(n^2) comparisons per row, fused into one reduce."""
+    T = type(self)
+    if self.ndim == 0: return self, T.zeros((), dtype=IDX, device=self.device)
+    d = _norm(dim, self.ndim)
+    n = self.shape[d]
+    if n == 0: return self, T.zeros(self.shape, dtype=IDX, device=self.device)
+    x = _to_last(self, d)
+    idx = _rank_to_index(_sort_rank(x.detach(), descending), n)
+    return _from_last(x.gather(-1, idx), d), _from_last(idx, d)
+  def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor: return self.sort(dim, descending)[1]
+  def msort(self: Tensor) -> Tensor: return self.sort(0)[0]
+  def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, sorted_: bool | None = None) -> tuple[Tensor, Tensor]:
+    """(values, indices) of the k largest (or smallest) along dim, in sorted order (ties: the earlier index first)."""
+    T = type(self)
+    d = _norm(dim, max(self.ndim, 1))
+    n = self.shape[d] if self.ndim else 1
+    if not 0 <= k <= n: raise RuntimeError(f"topk(): selected index k={k} out of range for dim {d} of size {n}")
+    if self.ndim == 0: return self, T.zeros((), dtype=IDX, device=self.device)
+    x = _to_last(self, d)
+    if k == 0: return _from_last(x.shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, 0),)), d), T.zeros(self.shape[:d] + (0,) + self.shape[d + 1:], dtype=IDX, device=self.device)
+    idx = _rank_to_index(_sort_rank(x.detach(), largest), k)
+    return _from_last(x.gather(-1, idx), d), _from_last(idx, d)
+  def _select_rank(self: Tensor, k: int, dim, keepdim: bool, name: str, nan_wins: bool = False):
+    """(value, index) of the element of sorted rank k along dim."""
+    d = _norm(dim, max(self.ndim, 1))
+    if self.ndim == 0: return self, type(self).zeros((), dtype=IDX, device=self.device)
+    n = self.shape[d]
+    if n == 0: raise IndexError(f"{name}(): cannot take a {name} of an empty dim {d} of {self.shape}")
+    x = _to_last(self, d)
+    idx = _rank_to_index(_sort_rank(x.detach(), False), k + 1).shrink(tuple((0, s) for s in x.shape[:-1]) + ((k, k + 1),))
+    if nan_wins and dtypes.is_float(self.dtype):
+      isn = x.detach().isnan()
+      idx = isn.any(-1, keepdim=True).where(isn.argmax(-1, keepdim=True).cast(IDX), idx)
+    vals = x.gather(-1, idx)
+    if not keepdim: return vals.squeeze(-1), idx.squeeze(-1)
+    return _from_last(vals, d), _from_last(idx, d)
+  def median(self: Tensor, dim: int | None = None, keepdim: bool = False):
+    """The lower median: element (n-1)//2 of the sorted values; NaN if the row has a NaN. Without dim: only the value
+    of the whole tensor; with dim: (values, indices)."""
+    if dim is None:
+      x = self.flatten()
+      if x.numel() == 0: return type(self).full((), math.nan, dtype=self.dtype, device=self.device)
+      return x._select_rank((x.numel() - 1) // 2, 0, False, "median", True)[0]
+    d = _norm(dim, max(self.ndim, 1))
+    n = self.shape[d] if self.ndim else 1
+    return self._select_rank((n - 1) // 2, d, keepdim, "median", True)
+  def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """(value, index) of the k-th smallest element (1-based) along dim."""
+    d = _norm(dim, max(self.ndim, 1))
+    n = self.shape[d] if self.ndim else 1
+    if not 1 <= k <= n: raise RuntimeError(f"kthvalue(): k={k} out of range for dim {d} of size {n}")
+    return self._select_rank(k - 1, d, keepdim, "kthvalue")
+  def mode(self: Tensor, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """(value, index) of the most frequent value along dim (ties: the smallest value; index: its last occurrence)."""
+    T = type(self)
+    if self.ndim == 0: return self, T.zeros((), dtype=IDX, device=self.device)
+    d = _norm(dim, self.ndim)
+    n = self.shape[d]
+    if n == 0: raise IndexError(f"mode(): cannot take the mode of an empty dim {d} of {self.shape}")
+    x = _to_last(self, d)
+    xd = x.detach().cast(dtypes.uint8) if self.dtype == dtypes.bool else x.detach()
+    count = (xd.unsqueeze(-1) == xd.unsqueeze(-2)).sum(-1, dtype=IDX)
+    best = count == count.max(-1, keepdim=True)
+    v = best.where(xd, _scan_identity("min", xd.dtype)).min(-1, keepdim=True)
+    idx = (best & (xd == v)).where(_arange(n, self), -1).max(-1, keepdim=True)
+    vals = x.gather(-1, idx)
+    if not keepdim: return vals.squeeze(-1), idx.squeeze(-1)
+    return _from_last(vals, d), _from_last(idx, d)
+  def _scan_op(self: Tensor, axis, op: str, dtype) -> Tensor:
+    x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype() if op in ("sum", "prod") else self.dtype)
+    if x.ndim == 0: _norm(axis, 0); return x
+    d = _norm(axis, x.ndim)
+    return _from_last(_scan(_to_last(x, d), op), d)
+  def cumsum(self: Tensor, axis: int | None = None, dtype=None, *, dim: int | None = None) -> Tensor:
+    """Running sum along axis (O(n * 32) work: blocked window sums). Small ints accumulate in int32 (torch: int64)."""
+    return self._scan_op(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "sum", dtype)
+  def cumprod(self: Tensor, axis: int | None = None, dtype=None, *, dim: int | None = None) -> Tensor:
+    return self._scan_op(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "prod", dtype)
+  def logcumsumexp(self: Tensor, axis: int | None = None, *, dim: int | None = None) -> Tensor:
+    ax = _pick(axis, dim) if (axis, dim) != (None, None) else 0
+    return _fmath(self, lambda x: x._scan_op(ax, "logsumexp", None))
+  def _cum_extreme(self: Tensor, axis: int, op: str) -> tuple[Tensor, Tensor]:
+    T = type(self)
+    if self.ndim == 0: _norm(axis, 0); return self, T.zeros((), dtype=IDX, device=self.device)
+    d = _norm(axis, self.ndim)
+    n = self.shape[d]
+    if n == 0: return self, T.zeros(self.shape, dtype=IDX, device=self.device)
+    x = _to_last(self, d)
+    xd = x.detach().cast(dtypes.uint8) if self.dtype == dtypes.bool else x.detach()
+    v = _scan(xd, op)
+    # a position that equals the running extreme is where it was (last) reached: the index is the latest such position
+    e = (xd == v) | ((xd != xd) & (v != v)) if dtypes.is_float(xd.dtype) else xd == v
+    idx = _scan(e.where(_arange(n, self), -1), "max")
+    return _from_last(x.gather(-1, idx), d), _from_last(idx, d)
+  def cummax(self: Tensor, axis: int | None = None, *, dim: int | None = None) -> tuple[Tensor, Tensor]:
+    """(running max, index where it was reached: the latest on ties; NaN propagates)."""
+    return self._cum_extreme(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "max")
+  def cummin(self: Tensor, axis: int | None = None, *, dim: int | None = None) -> tuple[Tensor, Tensor]:
+    return self._cum_extreme(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "min")

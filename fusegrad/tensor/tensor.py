@@ -1,0 +1,421 @@
+"""The Tensor class: construction from Python data, autograd, properties, realization and data out, assign and
+in-place writes through views, and the per-thread training / no-grad modes.
+
+The ops are grouped by concept in the mixins Tensor inherits: creation.py, movement.py, elementwise.py, reduce.py,
+indexing.py and nn.py. Every op builds UOps lazily; nothing runs until realize/numpy/item/tolist."""
+from __future__ import annotations
+import itertools, pathlib, struct, sys, threading, weakref
+from typing import Any
+from fusegrad.dtype import DType, dtypes, to_dtype, truncate, bf16_to_float
+from fusegrad.device import Buffer, BufferView, canonicalize
+from fusegrad.helpers import TensorError, argsort, prod, TRAINING
+from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad import buffers
+from fusegrad.schedule import create_schedule
+from fusegrad.engine.realize import run_schedule
+from fusegrad.engine import realize as _realize
+from fusegrad.tensor.common import _checked_dtype, _norm_axis, _note_view, _viewed_buffers
+from fusegrad.tensor.creation import CreationMixin
+from fusegrad.tensor.movement import MovementMixin
+from fusegrad.tensor.elementwise import ElementwiseMixin
+from fusegrad.tensor.reduce import ReduceMixin
+from fusegrad.tensor.indexing import IndexingMixin
+from fusegrad.tensor.nn import NNMixin
+from fusegrad.tensor.printing import tensor_str
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+
+def _shape_of(data: Any) -> tuple[int, ...]:
+  if not isinstance(data, (list, tuple)): return ()
+  if len(data) == 0: return (0,)
+  inner = [_shape_of(x) for x in data]
+  if any(s != inner[0] for s in inner): raise TensorError(f"ragged nested sequence: sub-shapes {sorted(set(inner))} differ; every row needs the same length")
+  return (len(data),) + inner[0]
+
+def _flat(data: Any) -> list:
+  return [data] if not isinstance(data, (list, tuple)) else [y for x in data for y in _flat(x)]
+
+def _pack(values: list, dtype: DType) -> bytes:
+  if dtype == dtypes.bfloat16:
+    from fusegrad.dtype import float_to_bf16
+    return struct.pack(f"{len(values)}H", *[float_to_bf16(float(v)) for v in values])
+  return struct.pack(f"{len(values)}{dtype.fmt}", *[truncate(dtype, v) for v in values])
+
+def _numpy_dtype(d: DType):
+  import numpy as np
+  return np.dtype(d.fmt) if d != dtypes.bfloat16 else np.dtype(np.uint16)
+
+# `with Tensor.train()` / `Tensor.inference_mode()` hold per thread (as torch's grad mode does), so two threads training
+# side by side do not switch each other's mode; `Tensor.training = x` outside such a block sets it for every thread.
+_thread_modes = threading.local()
+
+class _TensorMeta(type):
+  @property
+  def training(cls) -> bool:
+    mode = getattr(_thread_modes, "training", None)
+    return bool(TRAINING.value) if mode is None else mode
+  @training.setter
+  def training(cls, v: bool):
+    if getattr(_thread_modes, "training", None) is not None: _thread_modes.training = bool(v)
+    else: TRAINING.value = int(bool(v))
+  @property
+  def no_grad(cls) -> bool:
+    mode = getattr(_thread_modes, "no_grad", None)
+    return cls._no_grad if mode is None else mode
+  @no_grad.setter
+  def no_grad(cls, v: bool):
+    if getattr(_thread_modes, "no_grad", None) is not None: _thread_modes.no_grad = bool(v)
+    else: cls._no_grad = bool(v)
+
+class _ThreadMode:
+  """A context manager (or decorator) that sets one of the per-thread modes inside."""
+  name = ""
+  def __init__(self, mode: bool = True): self.mode = mode
+  def __enter__(self):
+    self.prev = getattr(_thread_modes, self.name, None)
+    setattr(_thread_modes, self.name, self.mode)
+  def __exit__(self, *exc): setattr(_thread_modes, self.name, self.prev)
+  def __call__(self, fn):
+    def wrapper(*args, **kwargs):
+      with type(self)(self.mode): return fn(*args, **kwargs)
+    return wrapper
+
+class _TrainMode(_ThreadMode):
+  """`with Tensor.train():` (or `@Tensor.train()`) turns training mode on inside; `Tensor.test()` turns it off."""
+  name = "training"
+
+class _NoGrad(_ThreadMode):
+  """`with Tensor.inference_mode():` or `@Tensor.inference_mode()`: backward() is refused inside."""
+  name = "no_grad"
+
+_realize_lock = threading.RLock()
+_all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
+_pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
+
+def _live_tensors() -> list["Tensor"]: return [t for r in list(_all_tensors.values()) if (t := r()) is not None]
+_leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
+
+class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, IndexingMixin, NNMixin, metaclass=_TensorMeta):
+  """A lazily evaluated n-dimensional array with PyTorch-style semantics."""
+  _no_grad: bool = False
+  train = staticmethod(lambda mode=True: _TrainMode(mode))
+  test = staticmethod(lambda: _TrainMode(False))
+  inference_mode = staticmethod(lambda mode=True: _NoGrad(mode))
+  __array_priority__ = 1000  # numpy defers to our reflected operators
+
+  def __init__(self, data: Any = None, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
+    if type(data) is UOp and device is None and dtype is None and requires_grad is None:
+      # every op wraps its result like this: nothing to convert, move or make a leaf of
+      self.grad, self.requires_grad = None, None
+      self.uop = data
+      self._register()  # only once built: another thread may be walking the live tensors
+      return
+    device = canonicalize(device)
+    dtype = to_dtype(dtype) if dtype is not None else None
+    self.grad: Tensor | None = None
+    self.requires_grad: bool | None = requires_grad
+    if isinstance(data, UOp): self.uop = data
+    elif isinstance(data, Tensor): self.uop = data.cast(dtype).to(device).uop if dtype else data.to(device).uop
+    elif data is None: self.uop = Tensor.empty(0, device=device, dtype=dtype or dtypes.default_float).uop
+    elif isinstance(data, (bool, int, float)): self.uop = Tensor._const(data, _checked_dtype([data], dtype), device, ())
+    elif isinstance(data, (list, tuple)):
+      shape = _shape_of(data)
+      flat = _flat(data)
+      for v in flat:
+        if not isinstance(v, (bool, int, float)) and not hasattr(v, "item"):
+          raise TypeError(f"Tensor() got an element of type {type(v).__name__}; expected numbers (or nested lists of them)")
+      flat = [v.item() if hasattr(v, "item") else v for v in flat]
+      dtype = _checked_dtype(flat, dtype) if flat else dtype or dtypes.default_float
+      self.uop = Tensor._from_bytes(_pack(flat, dtype), dtype, device, shape)
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+      self.uop = Tensor._from_bytes(bytes(data), dtypes.uint8, device, (len(data),))
+      if dtype and dtype != dtypes.uint8: self.uop = self.cast(dtype).uop
+    elif type(data).__module__ == "numpy" or hasattr(data, "__array_interface__"):
+      import numpy as np
+      arr = np.asarray(data)
+      if arr.dtype == object: raise TypeError("Tensor() cannot take a numpy object array")
+      src_dtype = to_dtype(arr.dtype.name)
+      arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes 0-d arrays 1-d
+      self.uop = Tensor._from_bytes(arr.tobytes(), src_dtype, device, arr.shape)
+      if dtype and dtype != src_dtype: self.uop = self.cast(dtype).uop
+    elif isinstance(data, pathlib.Path):  # tinygrad's spelling of a file's bytes: a uint8 tensor on the DISK device, read on use
+      if not data.is_file(): raise FileNotFoundError(f"Tensor(Path): no file at {data}")
+      buf, dtype = Buffer(f"DISK:{data.resolve()}", data.stat().st_size, dtypes.uint8).ensure_allocated(), dtype or dtypes.uint8
+      if buf.size % dtype.itemsize: raise TensorError(f"Tensor(Path): {data} has {buf.size} bytes, not a whole number of {dtype} elements")
+      view = BufferView(buf, 0, buf.size // dtype.itemsize, dtype) if dtype != dtypes.uint8 else buf
+      self.uop = buffers.new_buffer_uop(buf.device, view.size, dtype, view)
+    else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
+    self._register()
+    # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient
+    if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()
+
+  def _register(self) -> None:
+    key = id(self)
+    _all_tensors[key] = weakref.ref(self, lambda _: _all_tensors.pop(key, None))
+
+  # ---------------- autograd
+  def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    self.requires_grad = requires_grad
+    if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()
+    return self
+  def contiguous_leaf_(self) -> Tensor:
+    """Give this tensor a buffer of its own (a unique node: equal lazy values would otherwise share one gradient)."""
+    self.uop = Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))).realize().uop
+    return self
+  def is_param_(self, is_param: bool = True) -> Tensor:
+    """Mark whether this tensor is a trainable parameter (tinygrad): True also makes it require a gradient."""
+    self.is_param = is_param
+    return self.requires_grad_(True) if is_param else self
+  def gradient(self, *targets: Tensor, gradient: Tensor | None = None) -> list[Tensor]:
+    """d(self)/d(target) for each target, as lazy tensors."""
+    from fusegrad.gradient import compute_gradient
+    if gradient is None:
+      if self.numel() != 1: raise RuntimeError(f"gradient of a non-scalar tensor of shape {self.shape} needs an explicit `gradient`")
+      gradient = Tensor.ones(self.shape, dtype=self.dtype, device=self.device)
+    if gradient.shape != self.shape: raise TensorError(f"gradient shape {gradient.shape} does not match tensor shape {self.shape}")
+    grads = compute_gradient(self.uop, gradient.cast(self.dtype).uop, {t.uop for t in targets})
+    return [Tensor(grads[t.uop]) if t.uop in grads else t.zeros_like() for t in targets]
+  def backward(self, gradient: Tensor | None = None) -> Tensor:
+    """Accumulate d(self)/d(t) into t.grad for every tensor t with requires_grad=True in self's graph."""
+    if Tensor.no_grad: raise RuntimeError("backward() while Tensor.no_grad is set (or inside Tensor.inference_mode()): gradients are off")
+    in_graph = set(self.uop.toposort())
+    # as tinygrad: every float tensor of the graph gets a gradient unless it says requires_grad=False (constants have none)
+    params = [t for t in _live_tensors() if t.uop in in_graph and (t.requires_grad or t.requires_grad is None and dtypes.is_float(t.dtype)
+                                                                  and t.uop.base.op is not Ops.CONST and t is not self)]
+    if not params: raise RuntimeError("backward(): no tensor in this graph can have a gradient (all are constants, or requires_grad=False)")
+    for t, g in zip(params, self.gradient(*params, gradient=gradient)):
+      if g.shape != t.shape: raise RuntimeError(f"internal error: gradient shape {g.shape} != tensor shape {t.shape}")
+      t.grad = g if t.grad is None else t.grad + g
+    return self
+  def contiguous_backward(self) -> Tensor:
+    """tinygrad's marker for a contiguous gradient; the value (and the gradient) pass through unchanged here."""
+    return Tensor(self.uop)
+
+  # ---------------- assign and in-place writes (setitem, `x += y`) through views
+  def assign(self, x: Any) -> Tensor:
+    """Give this tensor the value of x (same shape and dtype); the tensor object keeps its identity."""
+    if not isinstance(x, Tensor): x = Tensor.full(self.shape, x, dtype=self.dtype, device=self.device)
+    if x.shape != self.shape: raise TensorError(f"assign: shape {x.shape} does not match {self.shape}")
+    if x.device != self.device: raise TensorError(f"assign: device {x.device} does not match {self.device}")
+    with _realize_lock:
+      if self._write_through_view(x.cast(self.dtype)): return self
+    self.uop = x.cast(self.dtype).uop
+    # equal constants are one node: a tensor assigned one gets a node of its own (two parameters must not share a gradient)
+    if self.uop.base.op is Ops.CONST: self.uop = UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))
+    _pending_assigns[id(self)] = weakref.ref(self)
+    return self
+  def replace(self, x: Tensor) -> Tensor:
+    if x.shape != self.shape: raise TensorError(f"replace: shape {x.shape} does not match {self.shape}")
+    self.uop = x.uop
+    return self
+  def _write(self, value: Tensor) -> None:
+    """Give self the full new value `value` in place, as `self[...] = v` does (indexing.py computes the value): into the
+    data self holds or views, so every view of it sees the new values. Inside a TinyJit capture the views are rebound."""
+    with _realize_lock:
+      if self._write_through_view(value): return
+      if _realize.is_capturing() or not self._write_in_place(value): self.assign(value)
+
+  def _write_through_view(self, value: Tensor) -> bool:
+    """If self is a view (slice, transpose, flip, detach, ...) of data another tensor or a buffer holds, write value
+    (self's full new value) into that data, as torch and tinygrad do, and return True. The base gets
+    `where(mask, value placed where the view reads, old base)`, so one fused kernel does the write."""
+    chain = _view_chain(self.uop)
+    if len(chain) == 1 and self.uop not in _viewed_buffers: return False  # a lazy value or an unviewed buffer: rebinding is the write
+    if (owned := buffers.buffer_view(self.uop)) is not None and (owned not in _viewed_buffers or owned not in chain): return False
+    others = [t for t in _live_tensors() if t is not self]
+    # self holds a whole buffer: rebinding it is the write, unless other tensors view that buffer
+    if owned is not None and not any(owned in _view_chain(t.uop) for t in others): return False
+    held = {id(t.uop): t for t in others}
+    depth = next((i for i in range(len(chain) - 1, -1, -1) if id(chain[i]) in held or buffers.buffer_view(chain[i]) is chain[i]), 0)
+    if depth == 0 and owned is None: return False  # nothing else sees the data: rebinding self is the whole write
+    base_uop = chain[depth]
+    placed, mask = _unview(value, chain[:depth + 1])
+    base = held[id(base_uop)] if id(base_uop) in held else Tensor(base_uop)
+    new_base = mask.where(placed, base)
+    if not _realize.is_capturing() and base._write_in_place(new_base): return True
+    # a TinyJit capture or a graph autograd still needs: every live view of the base is rebound to the new value
+    for t in [*others, self]:
+      if base_uop in _view_chain(t.uop):
+        t.uop = t.uop.substitute({base_uop: new_base.uop})
+        _pending_assigns[id(t)] = weakref.ref(t)
+    return True
+
+  def _write_in_place(self, value: Tensor) -> bool:
+    """Copy value into this tensor's own buffer. Lazy tensors computed from the old contents are realized first, and
+    cached results that read the buffer are dropped, so only views (which alias the buffer) see the new data."""
+    # a value that autograd must still see through keeps the lazy (rebinding) form
+    grad_leaves = {g.uop for g in _live_tensors() if g.requires_grad and
+                   (b := buffers.buffer_view(g.uop)) is not None and _is_view_of(g.uop, b)}
+    if grad_leaves and any(u in grad_leaves for x in (self, value) for u in x.uop.toposort(lambda u: u.op is Ops.DETACH)): return False
+    lazy = self.uop
+    if (b := buffers.buffer_view(lazy)) is None or not _is_view_of(lazy, b):
+      # a lazy tensor (or one whose value is a cached result other tensors share) gets a buffer of its own now;
+      # views made of its lazy value become views of that buffer
+      self.contiguous_leaf_()
+      for t in _live_tensors():
+        if t is not self and t.uop is not lazy and _is_view_of(t.uop, lazy): t.uop = t.uop.substitute({lazy: self.uop})
+    if self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or (base := buffers.buffer_view(self.uop)) is None or base.device != self.device or \
+       base.device.startswith("DISK"): return False
+    new = value.cast(self.dtype).contiguous()
+    readers = [t for t in _live_tensors() if t is not self and not _is_view_of(t.uop, base)
+               and any(u is base or u is lazy for u in t.uop.toposort())]
+    Tensor.realize_all(new, *readers)
+    for t in readers: t.uop = v if (v := buffers.realized_view(t.uop)) is not None else t.uop  # pin each to the value computed from the old contents
+    buffers.buffer_of(base).copyin(new._buffer().as_memoryview())
+    buffers.invalidate(base)
+    return True
+
+  # ---------------- properties
+  @property
+  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  @property
+  def dtype(self) -> DType: return self.uop.dtype
+  @property
+  def device(self) -> str: return self.uop.device
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  def numel(self) -> int: return prod(self.shape)
+  def element_size(self) -> int: return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.dtype.itemsize
+  def dim(self) -> int: return self.ndim
+  def size(self, dim: int | None = None): return self.shape if dim is None else self.shape[_norm_axis(dim, self.ndim)]
+  @property
+  def T(self) -> Tensor: return self.transpose()
+  @property
+  def lazydata(self) -> UOp: return self.uop  # the name older tinygrad programs use
+  def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
+  def __len__(self) -> int:
+    if not self.shape: raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+  def __repr__(self) -> str: return f"<Tensor {self.shape} {self.dtype} on {self.device} with grad {self.grad!r}>" if self.grad is None else f"<Tensor {self.shape} {self.dtype} on {self.device} with grad>"
+  def __str__(self) -> str:
+    """The values, as torch prints them, for a realized tensor or a small lazy one (computing it); else the repr."""
+    if buffers.buffer_view(self.uop) is None and self.numel() > 1000: return repr(self)
+    return tensor_str(self)
+  def __hash__(self): return id(self)
+  def __bool__(self):
+    if self.numel() != 1: raise RuntimeError(f"the truth value of a tensor with {self.numel()} elements is ambiguous; use .any() or .all()")
+    return bool(self.item())
+  def __iter__(self):
+    if not self.shape: raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
+
+  # ---------------- realization and data out
+  @staticmethod
+  def realize_all(*tensors: Tensor) -> None:
+    # scheduling, the caches and buffer state are shared by every thread: one realize at a time (graph building is free)
+    with _realize_lock: Tensor._realize_all(*tensors)
+  @staticmethod
+  def _realize_all(*tensors: Tensor) -> None:
+    # pending assigns happen with the next realize, as an in-place update would have (e.g. BatchNorm running stats)
+    tensors = tensors + tuple(t for r in list(_pending_assigns.values()) if (t := r()) is not None and not any(t is x for x in tensors))
+    _pending_assigns.clear()
+    items, views = create_schedule([t.uop for t in tensors])
+    run_schedule(items)
+    grad_leaves = None
+    for t in tensors:
+      if t.uop in views:
+        old = t.uop
+        buffers.mark_realized(old, views[old])
+        # a view of a buffer stays a view (later writes to the buffer drop the cached copy), as torch's views alias;
+        # not in a TinyJit capture, whose replays write the copy's buffer
+        if (old.op in GroupOp.Movement or old.op is Ops.DETACH) and _view_chain(old)[-1].op is Ops.BUFFER and not _realize.is_capturing(): continue
+        # keep the lazy graph while it still leads to a tensor that needs a gradient (so y.numpy(); y.backward() works);
+        # the realized map makes later kernels read the buffer instead of recomputing
+        if not t.requires_grad:
+          if grad_leaves is None: grad_leaves = {g.uop for g in _live_tensors() if g.requires_grad}
+          if grad_leaves and any(u in grad_leaves for u in old.toposort(lambda u: u.op is Ops.DETACH)): continue
+        t.uop = views[old]
+  def realize(self, *lst: Tensor) -> Tensor:
+    Tensor.realize_all(self, *lst)
+    return self
+  def _buffer(self) -> Buffer:
+    self.realize()
+    return buffers.buffer_of(buffers.buffer_view(self.uop))
+  def _flat_values(self) -> list:
+    mv = self._buffer().as_memoryview()
+    # memoryview has no bfloat16 format, and half ('e') only from Python 3.12: convert 16-bit words here
+    if self.dtype == dtypes.bfloat16: return [bf16_to_float(v) for v in mv.cast("H")]
+    if self.dtype == dtypes.float16: return list(struct.unpack(f"{self.numel()}e", mv))
+    return mv.cast(self.dtype.fmt).tolist()
+  def data(self) -> memoryview:
+    mv = self._buffer().as_memoryview()
+    if self.dtype in (dtypes.bfloat16, dtypes.float16): raise TypeError(f"memoryview has no {self.dtype} format here; use .float().data() or .numpy()")
+    return mv.cast(self.dtype.fmt, self.shape) if self.numel() and self.shape else mv.cast(self.dtype.fmt)
+  def tolist(self) -> Any:
+    vals = self._flat_values()
+    def nest(v, shape):
+      if not shape: return v[0]
+      step = prod(shape[1:])
+      return [nest(v[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+    return nest(vals, self.shape)
+  def item(self) -> Any:
+    if self.numel() != 1: raise TensorError(f"item() needs a tensor with exactly one element, this one has shape {self.shape}")
+    return self._flat_values()[0]
+  def numpy(self):
+    import numpy as np
+    raw = bytes(self._buffer().as_memoryview())
+    arr = np.frombuffer(raw, dtype=_numpy_dtype(self.dtype)).reshape(self.shape).copy()
+    if self.dtype == dtypes.bfloat16: arr = (arr.astype(np.uint32) << 16).view(np.float32)
+    return arr
+  def __array__(self, dtype=None, copy=None):
+    arr = self.numpy()
+    return arr.astype(dtype) if dtype is not None else arr
+  def to(self, device: str | None) -> Tensor:
+    device = canonicalize(device)
+    if device == self.device: return self
+    return Tensor(UOp(Ops.COPY, self.dtype, (self.contiguous().uop, UOp(Ops.DEVICE, arg=device))))
+  def to_(self, device: str | None) -> Tensor:
+    self.uop = self.to(device).uop
+    return self
+  def clone(self, device: str | None = None, **kwargs) -> Tensor:
+    """A copy in a buffer of its own, on `device` (default: self's device), as tinygrad's clone(device=)."""
+    x = self.to(device) if device is not None else self
+    return Tensor(UOp(Ops.CONTIGUOUS, x.dtype, (x.uop,)))
+  def contiguous(self) -> Tensor:
+    if buffers.buffer_view(self.uop) is not None: return self
+    return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+  def detach(self) -> Tensor:
+    _note_view(self.uop)
+    return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)) if self.uop.op is not Ops.DETACH else self.uop)
+  def __float__(self) -> float:
+    if self.numel() != 1: raise TensorError(f"only one element tensors can be converted to Python scalars, got shape {self.shape}")
+    return float(self.item())
+  def __int__(self) -> int:
+    if self.numel() != 1: raise TensorError(f"only one element tensors can be converted to Python scalars, got shape {self.shape}")
+    return int(self.item())
+  def cpu(self) -> Tensor: return self.to("CPU")
+
+def _view_chain(u: UOp) -> list[UOp]:
+  """u and the movement ops (and DETACHes) under it, down to the first node that is neither."""
+  chain = [u]
+  while chain[-1].op in GroupOp.Movement or chain[-1].op is Ops.DETACH: chain.append(chain[-1].src[0])
+  return chain
+
+def _unview(value: Tensor, chain: list[UOp]) -> tuple[Tensor, Tensor]:
+  """value (shaped like chain[0]) and a mask of where it lands, in the coordinates of chain[-1]: each view op of the
+  chain is undone in turn, so a write through a view lands exactly where the view reads."""
+  mask = Tensor.ones(value.shape, dtype=dtypes.bool, device=value.device)
+  for u in chain[:-1]:
+    src = u.src[0].shape
+    if u.op is Ops.RESHAPE: value, mask = value.reshape(src), mask.reshape(src)
+    elif u.op is Ops.PERMUTE:
+      inv = argsort(list(u.arg))
+      value, mask = value.permute(inv), mask.permute(inv)
+    elif u.op is Ops.FLIP:
+      axes = [i for i, f in enumerate(u.arg) if f]
+      value, mask = value.flip(axes), mask.flip(axes)
+    elif u.op is Ops.SHRINK:
+      pads = tuple((b, s - e) for (b, e), s in zip(u.arg, src))
+      value, mask = value.pad(pads), mask.pad(pads)
+    elif u.op is Ops.PAD:
+      keep = tuple((b, b + s) for (b, _), s in zip(u.arg, src))
+      value, mask = value.shrink(keep), mask.shrink(keep)
+    elif u.op is not Ops.DETACH and u.shape != src:  # EXPAND, WINDOW: many view elements read one base element
+      raise RuntimeError(f"unsupported operation: writing into a broadcast (expand) or sliding-window view of shape {u.shape} over "
+                         f"{src}: more than one element of the written-to tensor refers to a single memory location; use .contiguous() first")
+  return value, mask
+
+def _is_view_of(u: UOp, base: UOp) -> bool:
+  """Is u only movement ops over `base` (so it reads the buffer's current contents whenever it is evaluated)?"""
+  return base in _view_chain(u)
