@@ -1,0 +1,188 @@
+"""Decoder-only transformers: the LLaMA family (LLaMA 2/3, SmolLM, TinyLlama), Qwen2 (q/k/v bias) and Qwen3 (q/k norm).
+
+RMSNorm, rotary position embedding (with LLaMA 3's frequency scaling), grouped-query attention, a SwiGLU feed-forward,
+tied or separate output embeddings. Each layer keeps a preallocated KV cache of `max_context` positions. The position
+is a Tensor value (a bound Variable inside a TinyJit), never a shape: a step writes its keys and values where
+`start_pos <= t < start_pos + T` and attends over the whole cache under a causal mask, so one compiled step serves every
+position."""
+from __future__ import annotations
+import math
+from dataclasses import dataclass, field
+from typing import Any
+from fusegrad import Tensor, dtypes
+
+@dataclass(frozen=True)
+class Config:
+  arch: str
+  dim: int
+  n_layers: int
+  n_heads: int
+  n_kv_heads: int
+  hidden_dim: int
+  vocab_size: int
+  head_dim: int = 0            # 0: dim // n_heads
+  norm_eps: float = 1e-5
+  rope_theta: float = 10000.0
+  rope_scaling: dict = field(default_factory=dict)  # LLaMA 3: {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}
+  rope_interleaved: bool = False  # GGUF's LLaMA weights rotate adjacent pairs; Hugging Face's rotate the two halves
+  qkv_bias: bool = False
+  qk_norm: bool = False
+  tied_embeddings: bool = False
+  max_context: int = 2048
+
+  @property
+  def hd(self) -> int: return self.head_dim or self.dim // self.n_heads
+
+  @staticmethod
+  def from_gguf(md: dict[str, Any], max_context: int, tied: bool) -> Config:
+    arch = md["general.architecture"]
+    if arch not in ("llama", "qwen2", "qwen3"): raise ValueError(f"GGUF architecture {arch!r} is not supported (supported: llama, qwen2, qwen3)")
+    g = lambda k, d=None: md.get(f"{arch}.{k}", d)  # noqa: E731
+    n_heads = g("attention.head_count")
+    scaling = {}
+    if g("rope.scaling.type") == "llama3" or g("rope.scaling.factor") and arch == "llama" and g("rope.scaling.original_context_length"):
+      scaling = {"factor": g("rope.scaling.factor"), "low_freq_factor": g("rope.scaling.low_freq_factor", 1.0),
+                 "high_freq_factor": g("rope.scaling.high_freq_factor", 4.0), "original_max_position_embeddings": g("rope.scaling.original_context_length")}
+    return Config(arch, g("embedding_length"), g("block_count"), n_heads, g("attention.head_count_kv", n_heads), g("feed_forward_length"),
+                  len(md["tokenizer.ggml.tokens"]) if "tokenizer.ggml.tokens" in md else g("vocab_size"), g("attention.key_length", 0),
+                  g("attention.layer_norm_rms_epsilon", 1e-5), g("rope.freq_base", 10000.0), scaling, arch == "llama",
+                  arch == "qwen2", arch == "qwen3", tied, min(max_context, g("context_length", max_context)))
+
+  @staticmethod
+  def from_hf(cfg: dict[str, Any], max_context: int) -> Config:
+    kind = cfg.get("model_type", "llama")
+    if kind not in ("llama", "qwen2", "qwen3"): raise ValueError(f"model_type {kind!r} is not supported (supported: llama, qwen2, qwen3)")
+    # transformers 5 writes rope_parameters (with the theta inside); older configs rope_scaling and rope_theta
+    rs = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+    kind_of_rope = rs.get("rope_type", rs.get("type", "default"))
+    if kind_of_rope not in ("default", "llama3"): raise ValueError(f"rope type {kind_of_rope!r} is not supported (supported: default, llama3)")
+    scaling = {k: rs[k] for k in ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")} if kind_of_rope == "llama3" else {}
+    return Config(kind, cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"]),
+                  cfg["intermediate_size"], cfg["vocab_size"], cfg.get("head_dim") or 0, cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_theta", rs.get("rope_theta", 10000.0)),
+                  scaling, False, kind == "qwen2" or cfg.get("attention_bias", False), kind == "qwen3", cfg.get("tie_word_embeddings", False),
+                  min(max_context, cfg.get("max_position_embeddings", max_context)))
+
+def rope_frequencies(cfg: Config) -> list[float]:
+  """The rotation frequency of each pair of a head's dims, with LLaMA 3's scaling of the long wavelengths."""
+  freqs = [cfg.rope_theta ** (-2 * i / cfg.hd) for i in range(cfg.hd // 2)]
+  if not cfg.rope_scaling: return freqs
+  s = cfg.rope_scaling
+  lo, hi = s["original_max_position_embeddings"] / s["low_freq_factor"], s["original_max_position_embeddings"] / s["high_freq_factor"]
+  def scale(f: float) -> float:
+    wavelen = 2 * math.pi / f
+    if wavelen < hi: return f
+    if wavelen > lo: return f / s["factor"]
+    smooth = (s["original_max_position_embeddings"] / wavelen - s["low_freq_factor"]) / (s["high_freq_factor"] - s["low_freq_factor"])
+    return (1 - smooth) * f / s["factor"] + smooth * f
+  return [scale(f) for f in freqs]
+
+def rms_norm(x: Tensor, w: Tensor, eps: float) -> Tensor: return x.float().rms_norm(eps=eps).cast(x.dtype) * w
+
+def rotate(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool) -> Tensor:
+  """x (B, H, T, hd) rotated by the angles whose cos/sin are (T, hd/2)."""
+  if interleaved:  # pairs (2i, 2i+1)
+    pairs = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
+    a, b = pairs[..., 0], pairs[..., 1]
+    return (a * cos - b * sin).unsqueeze(-1).cat((a * sin + b * cos).unsqueeze(-1), dim=-1).flatten(-2)
+  half = x.shape[-1] // 2  # halves (i, i + hd/2)
+  a, b = x[..., :half], x[..., half:]
+  return (a * cos - b * sin).cat(b * cos + a * sin, dim=-1)
+
+def write_cache(cache: Tensor, new: Tensor, start: Tensor) -> Tensor:
+  """cache (B, H, L, hd) with positions start .. start+T-1 replaced by new (B, H, T, hd); start is a 0-d int tensor."""
+  B, H, L, D = cache.shape
+  T = new.shape[2]
+  rel = Tensor.arange(L, device=cache.device).reshape(1, 1, L, 1) - start
+  inside = (rel >= 0) & (rel < T)
+  placed = new.expand(B, H, L, D) if T == 1 else new.gather(2, rel.clip(0, T - 1).expand(B, H, L, D))
+  return inside.where(placed.cast(cache.dtype), cache)
+
+class Transformer:
+  """`model(tokens, start_pos) -> logits of the last position` (B, vocab). tokens: (B, T) int Tensor; start_pos: int,
+  bound Variable or 0-d int Tensor. The weights are a dict of Tensors by GGUF names (`blk.0.attn_q.weight`, ...)."""
+  def __init__(self, cfg: Config, weights: dict[str, Tensor], batch: int = 1, cache_dtype=dtypes.float32):
+    self.cfg, self.w = cfg, weights
+    if "output.weight" not in weights: self.w["output.weight"] = weights["token_embd.weight"]  # tied embeddings
+    dev = weights["token_embd.weight"].device
+    freqs = Tensor(rope_frequencies(cfg), device=dev)
+    angles = Tensor.arange(cfg.max_context, device=dev).float().reshape(-1, 1) * freqs.reshape(1, -1)
+    self.cos, self.sin = angles.cos().contiguous().realize(), angles.sin().contiguous().realize()
+    shape = (batch, cfg.n_kv_heads, cfg.max_context, cfg.hd)
+    self.cache_k = [Tensor.zeros(*shape, dtype=cache_dtype, device=dev).contiguous().realize() for _ in range(cfg.n_layers)]
+    self.cache_v = [Tensor.zeros(*shape, dtype=cache_dtype, device=dev).contiguous().realize() for _ in range(cfg.n_layers)]
+
+  def linear(self, x: Tensor, name: str) -> Tensor:
+    y = x @ self.w[f"{name}.weight"].T
+    return y + self.w[f"{name}.bias"] if f"{name}.bias" in self.w else y
+
+  def attention(self, i: int, x: Tensor, start: Tensor, cos: Tensor, sin: Tensor, mask: Tensor) -> Tensor:
+    cfg, p = self.cfg, f"blk.{i}"
+    B, T, _ = x.shape
+    q = self.linear(x, f"{p}.attn_q").reshape(B, T, cfg.n_heads, cfg.hd).transpose(1, 2)
+    k = self.linear(x, f"{p}.attn_k").reshape(B, T, cfg.n_kv_heads, cfg.hd).transpose(1, 2)
+    v = self.linear(x, f"{p}.attn_v").reshape(B, T, cfg.n_kv_heads, cfg.hd).transpose(1, 2)
+    if cfg.qk_norm: q, k = rms_norm(q, self.w[f"{p}.attn_q_norm.weight"], cfg.norm_eps), rms_norm(k, self.w[f"{p}.attn_k_norm.weight"], cfg.norm_eps)
+    q, k = rotate(q, cos, sin, cfg.rope_interleaved), rotate(k, cos, sin, cfg.rope_interleaved)
+    self.cache_k[i].assign(write_cache(self.cache_k[i], k, start))
+    self.cache_v[i].assign(write_cache(self.cache_v[i], v, start))
+    rep, L = cfg.n_heads // cfg.n_kv_heads, cfg.max_context
+    keys = self.cache_k[i].float().reshape(B, cfg.n_kv_heads, 1, L, cfg.hd).expand(B, cfg.n_kv_heads, rep, L, cfg.hd).reshape(B, cfg.n_heads, L, cfg.hd)
+    vals = self.cache_v[i].float().reshape(B, cfg.n_kv_heads, 1, L, cfg.hd).expand(B, cfg.n_kv_heads, rep, L, cfg.hd).reshape(B, cfg.n_heads, L, cfg.hd)
+    scores = (q @ keys.transpose(2, 3)) * (1 / math.sqrt(cfg.hd))
+    out = mask.where(scores, -math.inf).softmax(-1) @ vals
+    return self.linear(out.transpose(1, 2).reshape(B, T, cfg.n_heads * cfg.hd), f"{p}.attn_output")
+
+  def feed_forward(self, i: int, x: Tensor) -> Tensor:
+    p = f"blk.{i}"
+    return self.linear(self.linear(x, f"{p}.ffn_gate").silu() * self.linear(x, f"{p}.ffn_up"), f"{p}.ffn_down")
+
+  def __call__(self, tokens: Tensor, start_pos) -> Tensor:
+    cfg = self.cfg
+    B, T = tokens.shape
+    start = start_pos if isinstance(start_pos, Tensor) else Tensor(start_pos, device=tokens.device)
+    positions = Tensor.arange(T, device=tokens.device) + start
+    cos, sin = self.cos[positions], self.sin[positions]
+    mask = Tensor.arange(cfg.max_context, device=tokens.device).reshape(1, -1) <= positions.reshape(-1, 1)  # (T, L): causal over the cache
+    h = self.w["token_embd.weight"][tokens]
+    for i in range(cfg.n_layers):
+      h = h + self.attention(i, rms_norm(h, self.w[f"blk.{i}.attn_norm.weight"], cfg.norm_eps), start, cos, sin, mask)
+      h = h + self.feed_forward(i, rms_norm(h, self.w[f"blk.{i}.ffn_norm.weight"], cfg.norm_eps))
+    last = rms_norm(h[:, -1, :], self.w["output_norm.weight"], cfg.norm_eps)
+    return self.linear(last, "output").float()
+
+# Hugging Face parameter names -> GGUF's (the model keeps one naming)
+HF_NAMES = {"model.embed_tokens": "token_embd", "model.norm": "output_norm", "lm_head": "output"}
+HF_LAYER = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+            "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+            "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
+
+def gguf_name(hf: str) -> str:
+  """model.layers.3.self_attn.q_proj.weight -> blk.3.attn_q.weight"""
+  base, _, kind = hf.rpartition(".")
+  if base in HF_NAMES: return f"{HF_NAMES[base]}.{kind}"
+  parts = base.split(".")
+  if parts[:2] != ["model", "layers"] or ".".join(parts[3:]) not in HF_LAYER: raise KeyError(f"unexpected parameter {hf!r}")
+  return f"blk.{parts[2]}.{HF_LAYER['.'.join(parts[3:])]}.{kind}"
+
+def load_hf(folder: str, max_context: int = 2048, device: str | None = None) -> Transformer:
+  """A Hugging Face checkpoint folder: config.json and model.safetensors (or shards listed in model.safetensors.index.json)."""
+  import json, os
+  from fusegrad.nn.state import safe_load
+  with open(os.path.join(folder, "config.json")) as f: cfg = Config.from_hf(json.load(f), max_context)
+  index = os.path.join(folder, "model.safetensors.index.json")
+  if os.path.exists(index):
+    with open(index) as f: files = sorted(set(json.load(f)["weight_map"].values()))
+  else: files = ["model.safetensors"]
+  weights = {}
+  for name in files:
+    for k, v in safe_load(os.path.join(folder, name)).items():
+      if k.endswith("rotary_emb.inv_freq"): continue
+      weights[gguf_name(k)] = v.to(device).float().realize()
+  return Transformer(cfg, weights)
+
+def load_gguf(path: str, max_context: int = 2048, device: str | None = None) -> tuple[Transformer, dict]:
+  """A GGUF file (or the first of split files): the model and the file's metadata (which holds the tokenizer)."""
+  from fusegrad.llm.gguf import gguf_load
+  md, tensors = gguf_load(path, device=device)
+  weights = {k: v.float().realize() for k, v in tensors.items()}
+  return Transformer(Config.from_gguf(md, max_context, tied="output.weight" not in weights), weights), md
