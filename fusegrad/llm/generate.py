@@ -47,18 +47,18 @@ def sample(logits: list[float], s: Sampling, seen: set[int], rng: random.Random)
   return rng.choices(cand[:keep], weights=probs[:keep])[0]
 
 class Generator:
-  """Generates with one model and its KV cache (batch 1). `chunk`: prompt tokens per prefill step."""
-  def __init__(self, model: Transformer, chunk: int = 32):
-    self.model, self.chunk = model, chunk
+  """Generates with one model and its KV cache (batch 1)."""
+  def __init__(self, model: Transformer, chunks: tuple[int, ...] = (32, 8, 1)):
+    """chunks: the prompt lengths one step takes, longest first, ending in 1 (each is one TinyJit: one set of kernels)."""
+    if chunks[-1] != 1: raise ValueError("the last chunk size must be 1 (decoding takes one token per step)")
+    self.model, self.chunks = model, chunks
     self.pos = Variable("start_pos", 0, model.cfg.max_context - 1)
-    self._prefill = TinyJit(lambda toks, pos: self.model(toks, pos).realize())
-    self._decode = TinyJit(lambda toks, pos: self.model(toks, pos).realize())
+    self._steps = {n: TinyJit(lambda toks, pos: self.model(toks, pos).realize()) for n in chunks}
     self.cached: list[int] = []  # the tokens whose keys and values the cache holds, in order
 
   def _step(self, tokens: list[int], start: int) -> Tensor:
-    jit = self._prefill if len(tokens) == self.chunk else self._decode
-    if len(tokens) not in (1, self.chunk): raise ValueError(f"a step takes 1 or {self.chunk} tokens")
-    return jit(Tensor([tokens]), self.pos.bind(start))
+    if len(tokens) not in self._steps: raise ValueError(f"a step takes {' or '.join(map(str, self.chunks))} tokens")
+    return self._steps[len(tokens)](Tensor([tokens]), self.pos.bind(start))
 
   def prefill(self, tokens: list[int]) -> Tensor:
     """Fill the cache with tokens (after the prefix it already holds); the logits after the last one."""
@@ -70,7 +70,7 @@ class Generator:
     self.cached = tokens[:start]
     logits = None
     while start < len(tokens):
-      n = self.chunk if len(tokens) - start >= self.chunk else 1
+      n = next(c for c in self.chunks if c <= len(tokens) - start)
       logits = self._step(tokens[start:start + n], start)
       self.cached += tokens[start:start + n]
       start += n

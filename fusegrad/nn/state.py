@@ -410,3 +410,13 @@ def torch_load(path: str) -> Any:
   except (pickle.UnpicklingError, EOFError, struct.error, KeyError, IndexError, TypeError, AttributeError, ValueError,
           UnicodeDecodeError, zipfile.BadZipFile, RecursionError, MemoryError, OverflowError) as e:
     raise CheckpointError(f"{path}: truncated or corrupt PyTorch checkpoint ({type(e).__name__}: {e})") from e
+
+# ---------------- GGUF (llama.cpp's format): the parser and the dequantizing Tensor ops are fusegrad/nn/gguf.py
+__all__ += ["gguf_load"]
+
+def gguf_load(tensor: Tensor | str | os.PathLike, device: str | None = None, dequantize: bool = True) -> tuple[dict[str, Any], dict[str, Tensor]]:
+  """tinygrad's gguf_load: (metadata, {name: Tensor}) of a GGUF file, given as a uint8 Tensor of the file's bytes (the
+  tensors live on its device, or Device.DEFAULT for a DISK one) or as a path (which also reads every part of a split
+  model). Quantized tensors are dequantized to float32 by Tensor ops; see fusegrad.nn.gguf and docs/gguf.md."""
+  from fusegrad.nn.gguf import gguf_load as load  # on use: `import fusegrad.nn.state` stays light
+  return load(tensor, device=device, dequantize=dequantize)

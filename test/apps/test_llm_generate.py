@@ -27,12 +27,12 @@ def greedy_reference(ref, prompt, n):
 
 def test_greedy_matches_transformers_with_chunked_prefill(models):
   ref, model = models
-  gen = Generator(model, chunk=4)  # 7 prompt tokens: one chunk of 4, then 3 single steps
+  gen = Generator(model, chunks=(4, 1))  # 7 prompt tokens: one chunk of 4, then 3 single steps
   assert list(gen.generate(PROMPT, Sampling(max_tokens=8))) == greedy_reference(ref, PROMPT, 8)
 
 def test_shared_prefix_is_not_recomputed(models):
   ref, model = models
-  gen = Generator(model, chunk=4)
+  gen = Generator(model, chunks=(4, 1))
   first = list(gen.generate(PROMPT, Sampling(max_tokens=3)))
   steps = []
   real = gen._step
@@ -44,7 +44,7 @@ def test_shared_prefix_is_not_recomputed(models):
 
 def test_stop_ids_and_context_end(models):
   _, model = models
-  gen = Generator(model, chunk=4)
+  gen = Generator(model, chunks=(4, 1))
   s = Sampling(temperature=2.0, seed=5, max_tokens=12)  # a tiny random model repeats itself greedily
   want = list(gen.generate(PROMPT, s))
   j = next(j for j in range(1, 12) if want[j] not in want[:j])  # a token not generated before it
@@ -54,7 +54,7 @@ def test_stop_ids_and_context_end(models):
 def test_seeded_sampling_repeats(models):
   _, model = models
   s = Sampling(temperature=1.0, top_k=20, top_p=0.9, seed=3, max_tokens=6)
-  a, b = (list(Generator(model, chunk=4).generate(PROMPT, s)) for _ in range(2))
+  a, b = (list(Generator(model, chunks=(4, 1)).generate(PROMPT, s)) for _ in range(2))
   assert a == b
 
 def test_sample_rules():

