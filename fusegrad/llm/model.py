@@ -111,6 +111,11 @@ class Transformer:
     self.cache_k = [Tensor.zeros(*shape, dtype=cache_dtype, device=dev).contiguous().realize() for _ in range(cfg.n_layers)]
     self.cache_v = [Tensor.zeros(*shape, dtype=cache_dtype, device=dev).contiguous().realize() for _ in range(cfg.n_layers)]
 
+  @staticmethod
+  def from_gguf(path: str, max_context: int = 2048, device: str | None = None) -> Transformer: return load_gguf(path, max_context, device)[0]
+  @staticmethod
+  def from_hf(folder: str, max_context: int = 2048, device: str | None = None) -> Transformer: return load_hf(folder, max_context, device)
+
   def linear(self, x: Tensor, name: str) -> Tensor:
     y = x @ self.w[f"{name}.weight"].T
     return y + self.w[f"{name}.bias"] if f"{name}.bias" in self.w else y
@@ -181,8 +186,12 @@ def load_hf(folder: str, max_context: int = 2048, device: str | None = None) -> 
   return Transformer(cfg, weights)
 
 def load_gguf(path: str, max_context: int = 2048, device: str | None = None) -> tuple[Transformer, dict]:
-  """A GGUF file (or the first of split files): the model and the file's metadata (which holds the tokenizer)."""
+  """A GGUF file (or the first of split files): the model and the file's metadata (which holds the tokenizer). The
+  quantized weights are unpacked to float32 once, here: measured faster than unpacking inside each matmul
+  (bench/gguf_matmul.py)."""
+  import os, sys
+  from fusegrad.helpers import tqdm
   from fusegrad.llm.gguf import gguf_load
   md, tensors = gguf_load(path, device=device)
-  weights = {k: v.float().realize() for k, v in tensors.items()}
+  weights = {k: v.float().realize() for k, v in tqdm(tensors.items(), desc=f"loading {os.path.basename(path)}", disable=not sys.stderr.isatty())}
   return Transformer(Config.from_gguf(md, max_context, tied="output.weight" not in weights), weights), md

@@ -4,6 +4,7 @@ import _ctypes, concurrent.futures, contextlib, ctypes, functools, hashlib, os, 
 from fusegrad.helpers import CACHELEVEL, DISK_CACHE_MB, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import ClangRenderer
+from fusegrad.renderer.cvector import VECTOR_MATH
 
 # -ffp-contract=off: a value recomputed in two kernels (fusion duplicates cheap work) must round the same in both, or
 # e.g. max-pool's backward (x == max) misses; explicit FMA is used only to accumulate reductions (renderer/cvector.py)
@@ -66,13 +67,12 @@ def cpu_count() -> int: return max(1, getenv("CPU_COUNT", os.cpu_count() or 1))
 def thread_pool() -> concurrent.futures.ThreadPoolExecutor:
   return concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cpu_count() - 1), thread_name_prefix="fusegrad-cpu")
 
-# glibc's libmvec has vector versions of these; declaring them `simd` lets the compiler vectorize loops that call them
-# (accurate to a few ulp, like the scalar versions). Used only where a probe shows the compiler and libmvec support it.
-VECTOR_MATH = ["exp", "log", "sin", "cos", "exp2", "log2", "tan", "tanh", "erf", "pow"]
-
 def _simd_decls() -> str:
+  """glibc's libmvec has vector versions of the renderer's vector math (and pow); declaring them `simd` lets the compiler
+  vectorize scalar loops that call them (accurate to a few ulp, like the scalar versions). Used only where a probe
+  shows the compiler and libmvec support it."""
   out = []
-  for f in VECTOR_MATH:
+  for f in [*VECTOR_MATH.values(), "pow"]:
     args = "float, float" if f == "pow" else "float"
     out.append(f"float {f}f({args}) __attribute__((simd(\"notinbranch\")));")
   return "\n".join(out) + "\n"

@@ -18,12 +18,6 @@ from fusegrad.tensor.indexing import _sort_rank
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
 
-_device_nodes: dict[str | None, UOp] = {}
-def _device_node(device: str | None) -> UOp:
-  """UOp(Ops.DEVICE, arg=device), kept here for good (there are only a few devices): every constant needs one."""
-  if (u := _device_nodes.get(device)) is None: u = _device_nodes[device] = UOp(Ops.DEVICE, arg=device)
-  return u
-
 class CreationMixin(TensorMixin):
   # ---------------- building the graph of a new tensor (UOps; no Tensor yet)
   @staticmethod
@@ -33,7 +27,7 @@ class CreationMixin(TensorMixin):
     return UOp(Ops.RESHAPE, dtype, (buffers.new_buffer_uop(device, size, dtype, buf),), shape) if shape != (size,) else buffers.new_buffer_uop(device, size, dtype, buf)
   @staticmethod
   def _const(value: Any, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
-    c = UOp(Ops.CONST, dtype, (_device_node(device),), truncate(dtype, value))
+    c = UOp(Ops.CONST, dtype, (UOp.device_node(device),), truncate(dtype, value))
     if not shape: return c
     return UOp(Ops.EXPAND, dtype, (UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape)),), tuple(shape))
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, category
 from fusegrad.gradient import with_derivative
 from fusegrad.helpers import TensorError
-from fusegrad.uop.ops import GroupOp, Ops, UOp, broadcast_shape
-from fusegrad.tensor.common import TensorMixin, is_tensor, _shrink_dim, promote_types
+from fusegrad.uop.ops import Ops, UOp
+from fusegrad.tensor.common import TensorMixin, is_tensor, _shrink_dim
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
@@ -56,45 +56,36 @@ def _signbit(x: Tensor) -> Tensor:
   return (x < 0) | ((x == 0) & ((1 / (x == 0).where(x, 1)) < 0))
 
 class ElementwiseMixin(TensorMixin):
-  # ---------------- building blocks
-  def _alu(self: Tensor, op: Ops, *others: Tensor) -> Tensor:
-    dt = dtypes.bool if op in GroupOp.Comparison else (others[0].dtype if op is Ops.WHERE else self.dtype)
-    return type(self)(UOp(op, dt, (self.uop, *[o.uop for o in others])))
+  # ---------------- building blocks: the nodes come from UOp's builders (OpBuilder, uop/ops.py), which the derivative
+  # rules use too; Tensor turns its arguments into what they take and wraps the result
+  def _wrap(self: Tensor, u: UOp) -> Tensor:
+    """u as a tensor of self's class; self itself when the op changed nothing (u is self's node), as torch's no-ops."""
+    return self if u is self.uop else type(self)(u)
+  def _operand(self: Tensor, x: Any) -> UOp | bool | int | float:
+    """x as OpBuilder takes an operand of self: a Python number as it is (a weak scalar), a Tensor as its node (on
+    self's device), a numpy or torch scalar as its number, other data (lists, arrays) as a tensor on self's device."""
+    if isinstance(x, (bool, int, float)): return x
+    if is_tensor(x):
+      if x.device != self.device and None not in (x.device, self.device):
+        raise RuntimeError(f"tensors are on different devices: {self.device} and {x.device}; move one with .to()")
+      return x.uop
+    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0 and isinstance(v := x.item(), (bool, int, float)): return v
+    t = type(self)(x, device=self.device)
+    return t.uop.cast(result_dtype(self.dtype, 0.0))  # data promotes as a float scalar would
   def _to_tensor(self: Tensor, x: Any, dtype: DType | None = None) -> Tensor:
     if is_tensor(x): return x
     if not isinstance(x, (bool, int, float)):
       if hasattr(x, "item") and getattr(x, "ndim", 1) == 0: x = x.item()
       else: return type(self)(x, device=self.device)
-    return type(self)(type(self)._const(x, dtype or result_dtype(self.dtype, x), self.device, ()))
-  def _scalar(self: Tensor, value: bool | int | float, dtype: DType) -> Tensor:
-    """A Python scalar as a constant of self's shape and device: the view _broadcast_to makes of a 0-d constant."""
-    return type(self)(UOp.tensor_const(value, dtype, self.device, self.shape))
-  def _broadcasted(self: Tensor, y: Any, reverse: bool = False, match_dtype: bool = True) -> tuple[Tensor, Tensor]:
-    x: Tensor = self
-    if isinstance(y, (bool, int, float)):
-      # fast path, same result as the general one below: the constant's dtype comes from result_dtype, and promoting a
-      # tensor with a constant of that dtype gives that dtype again; x's shape is already the broadcast shape
-      dt = result_dtype(x.dtype, y)
-      if match_dtype: x = x.cast(dt)
-      c = x._scalar(y, dt)
-      return (c, x) if reverse else (x, c)
-    if is_tensor(y) and y.shape == x.shape and y.device == x.device and (y.dtype is x.dtype or not match_dtype):
-      return (y, x) if reverse else (x, y)  # fast path: nothing to promote or broadcast
-    if not is_tensor(y):
-      y = x._to_tensor(y)
-      if match_dtype and y.dtype != (dt := result_dtype(x.dtype, y.uop.arg if y.uop.op is Ops.CONST else 0.0)): y = y.cast(dt)
-    if x.device != y.device and None not in (x.device, y.device): raise RuntimeError(f"tensors are on different devices: {x.device} and {y.device}; move one with .to()")
-    if reverse: x, y = y, x
-    if match_dtype:
-      out = promote_types(x, y)
-      x, y = x.cast(out), y.cast(out)
-    shape = broadcast_shape(x.shape, y.shape)
-    return x._broadcast_to(shape), y._broadcast_to(shape)
+    return type(self)(UOp.tensor_const(x, dtype or result_dtype(self.dtype, x), self.device, ()))
+  def _broadcasted(self: Tensor, y: Any, reverse: bool = False) -> tuple[Tensor, Tensor]:
+    """(self, y) promoted to one dtype and broadcast to one shape, as the binary ops pair them; reverse: (y, self)."""
+    a, b = self.uop._broadcasted(self._operand(y), reverse)
+    return type(self)(a), type(self)(b)
 
   # ---------------- casting
   def cast(self: Tensor, dtype: DType | str) -> Tensor:
-    dtype = to_dtype(dtype)
-    return self if self.dtype == dtype else type(self)(UOp(Ops.CAST, dtype, (self.uop,)))
+    return self._wrap(self.uop.cast(to_dtype(dtype)))
   def bitcast(self: Tensor, dtype: DType | str) -> Tensor:
     dtype = to_dtype(dtype)
     if dtype.itemsize != self.dtype.itemsize: return self._bitcast_resize(dtype)
@@ -134,15 +125,12 @@ class ElementwiseMixin(TensorMixin):
     return out if dt == uint[ns] else out.bitcast(dt)
 
   # ---------------- elementwise
-  def _float(self: Tensor) -> Tensor: return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
-  def _unary(self: Tensor, op: Ops) -> Tensor: return self._float()._alu(op)
-  def neg(self: Tensor) -> Tensor:
-    if self.dtype == dtypes.bool: raise TypeError("negation of a bool tensor is not supported; use logical_not()")
-    return self._alu(Ops.NEG)
-  def exp(self: Tensor) -> Tensor: return self._unary(Ops.EXP)
-  def exp2(self: Tensor) -> Tensor: return self._unary(Ops.EXP2)
-  def log(self: Tensor) -> Tensor: return self._unary(Ops.LOG)
-  def log2(self: Tensor) -> Tensor: return self._unary(Ops.LOG2)
+  def _float(self: Tensor) -> Tensor: return self._wrap(self.uop._float())
+  def neg(self: Tensor) -> Tensor: return type(self)(self.uop.neg())
+  def exp(self: Tensor) -> Tensor: return type(self)(self.uop.exp())
+  def exp2(self: Tensor) -> Tensor: return type(self)(self.uop.exp2())
+  def log(self: Tensor) -> Tensor: return type(self)(self.uop.log())
+  def log2(self: Tensor) -> Tensor: return type(self)(self.uop.log2())
   def log10(self: Tensor) -> Tensor: return self.log2() * (1 / math.log2(10))
   def log1p(self: Tensor) -> Tensor:
     # log(u) * x / (u - 1) with u = 1 + x rounded cancels the rounding of u, so tiny x keep full precision
@@ -157,26 +145,24 @@ class ElementwiseMixin(TensorMixin):
     one, zero, inf = u == 1, u == 0, u == math.inf
     safe = (one | zero | inf).where(2.0, u)
     return one.where(x, zero.where(-1.0, inf.where(math.inf, (safe - 1) * x / safe.log())))
-  def sin(self: Tensor) -> Tensor: return self._unary(Ops.SIN)
-  def cos(self: Tensor) -> Tensor: return self._unary(Ops.COS)
-  def tan(self: Tensor) -> Tensor: return self._unary(Ops.TAN)
-  def sqrt(self: Tensor) -> Tensor: return self._unary(Ops.SQRT)
+  def sin(self: Tensor) -> Tensor: return type(self)(self.uop.sin())
+  def cos(self: Tensor) -> Tensor: return type(self)(self.uop.cos())
+  def tan(self: Tensor) -> Tensor: return type(self)(self.uop.tan())
+  def sqrt(self: Tensor) -> Tensor: return type(self)(self.uop.sqrt())
   def rsqrt(self: Tensor) -> Tensor: return self.sqrt().reciprocal()
-  def reciprocal(self: Tensor) -> Tensor: return self._unary(Ops.RECIP)
-  def tanh(self: Tensor) -> Tensor: return self._unary(Ops.TANH)
-  def erf(self: Tensor) -> Tensor: return self._unary(Ops.ERF)
-  def abs(self: Tensor) -> Tensor: return self._alu(Ops.ABS) if self.dtype != dtypes.bool and not dtypes.is_unsigned(self.dtype) else self
-  def trunc(self: Tensor) -> Tensor: return self._alu(Ops.TRUNC) if dtypes.is_float(self.dtype) else self
-  def floor(self: Tensor) -> Tensor: return self._alu(Ops.FLOOR) if dtypes.is_float(self.dtype) else self
-  def ceil(self: Tensor) -> Tensor: return self._alu(Ops.CEIL) if dtypes.is_float(self.dtype) else self
-  def round(self: Tensor) -> Tensor: return self._alu(Ops.RINT) if dtypes.is_float(self.dtype) else self
-  def square(self: Tensor) -> Tensor: return self * self
-  def sign(self: Tensor) -> Tensor:
-    if self.dtype == dtypes.bool: return self
-    return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)  # sign(nan) is 0, as in torch
-  def relu(self: Tensor) -> Tensor: return ((self < 0) | (self == 0)).where(0, self)
-  def sigmoid(self: Tensor) -> Tensor: return self._unary(Ops.SIGMOID)
-  def logical_not(self: Tensor) -> Tensor: return self.ne(True) if self.dtype == dtypes.bool else self == 0
+  def reciprocal(self: Tensor) -> Tensor: return type(self)(self.uop.reciprocal())
+  def tanh(self: Tensor) -> Tensor: return type(self)(self.uop.tanh())
+  def erf(self: Tensor) -> Tensor: return type(self)(self.uop.erf())
+  def abs(self: Tensor) -> Tensor: return self._wrap(self.uop.abs())
+  def trunc(self: Tensor) -> Tensor: return self._wrap(self.uop.trunc())
+  def floor(self: Tensor) -> Tensor: return self._wrap(self.uop.floor())
+  def ceil(self: Tensor) -> Tensor: return self._wrap(self.uop.ceil())
+  def round(self: Tensor) -> Tensor: return self._wrap(self.uop.round())
+  def square(self: Tensor) -> Tensor: return type(self)(self.uop.square())
+  def sign(self: Tensor) -> Tensor: return self._wrap(self.uop.sign())
+  def relu(self: Tensor) -> Tensor: return type(self)(self.uop.relu())
+  def sigmoid(self: Tensor) -> Tensor: return type(self)(self.uop.sigmoid())
+  def logical_not(self: Tensor) -> Tensor: return type(self)(self.uop.logical_not())
   def isnan(self: Tensor) -> Tensor: return self != self
   def isinf(self: Tensor, detect_positive: bool = True, detect_negative: bool = True) -> Tensor:
     if not dtypes.is_float(self.dtype) or not (detect_positive or detect_negative): return self.full_like(False, dtype=dtypes.bool)
@@ -185,69 +171,24 @@ class ElementwiseMixin(TensorMixin):
   def isfinite(self: Tensor) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
   def add(self: Tensor, x, alpha=None) -> Tensor:
     if alpha is not None: x = self._to_tensor(x) * alpha
-    a, b = self._broadcasted(x)
-    return a._alu(Ops.OR, b) if a.dtype == dtypes.bool else a._alu(Ops.ADD, b)
+    return type(self)(self.uop.add(self._operand(x)))
   def sub(self: Tensor, x, reverse: bool = False, alpha=None) -> Tensor:
     if alpha is not None: x = self._to_tensor(x) * alpha
-    a, b = self._broadcasted(x, reverse)
-    if a.dtype == dtypes.bool: raise TypeError("subtraction of bool tensors is not supported; use logical_xor() or ^")
-    return a._alu(Ops.SUB, b)
-  def mul(self: Tensor, x, reverse: bool = False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    return a._alu(Ops.AND, b) if a.dtype == dtypes.bool else a._alu(Ops.MUL, b)
+    return type(self)(self.uop.sub(self._operand(x), reverse))
+  def mul(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.mul(self._operand(x), reverse))
   def div(self: Tensor, x, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    if rounding_mode == "trunc":
-      return a._alu(Ops.IDIV, b) if dtypes.is_int(a.dtype) else a._alu(Ops.FDIV, b).trunc()
-    if rounding_mode == "floor": return a._floordiv(b)
-    if rounding_mode is not None: raise TensorError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
-    if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
-    return a._alu(Ops.FDIV, b)
-  def _floordiv(self: Tensor, b: Tensor) -> Tensor:
-    if dtypes.is_float(self.dtype): return self._alu(Ops.FDIV, b).floor()
-    if self.dtype == dtypes.bool: raise TypeError("floor division of bool tensors is not supported")
-    q = self._alu(Ops.IDIV, b)
-    if dtypes.is_unsigned(self.dtype): return q
-    # C truncates toward zero; floor division rounds down when the signs differ and there is a remainder
-    fix = (self._alu(Ops.MOD, b) != 0) & ((self < 0) != (b < 0))
-    return q - fix.cast(self.dtype)
-  def idiv(self: Tensor, x, reverse: bool = False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    return a._floordiv(b)
-  def mod(self: Tensor, x, reverse: bool = False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    if a.dtype == dtypes.bool: raise TypeError("remainder of bool tensors is not supported")
-    r = a._alu(Ops.MOD, b)
-    if dtypes.is_unsigned(a.dtype): return r
-    return ((r != 0) & ((r < 0) != (b < 0))).where(r + b, r)  # Python/PyTorch sign: the divisor's
-  def fmod(self: Tensor, x) -> Tensor:
-    a, b = self._broadcasted(x)
-    return a._alu(Ops.MOD, b)
-  def pow(self: Tensor, x, reverse: bool = False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    if a.dtype == dtypes.bool: return a | b.logical_not()  # x**0 is 1 and x**1 is x
-    if not dtypes.is_float(a.dtype):
-      return a.cast(dtypes.float64)._alu(Ops.POW, b.cast(dtypes.float64)).cast(a.dtype)
-    return a._alu(Ops.POW, b)
-  def maximum(self: Tensor, x) -> Tensor:
-    a, b = self._broadcasted(x)
-    return a._alu(Ops.OR, b) if a.dtype == dtypes.bool else a._alu(Ops.MAX, b)
-  def minimum(self: Tensor, x) -> Tensor:
-    a, b = self._broadcasted(x)
-    if a.dtype == dtypes.bool: return a._alu(Ops.AND, b)
-    # floats: -max(-a, -b) keeps NaN propagation and splits the gradient of ties as torch does;
-    # ints select instead (negation overflows at the minimum value and wraps for unsigned)
-    if dtypes.is_float(a.dtype): return -((-a)._alu(Ops.MAX, -b))
-    return (a < b).where(a, b)
+    return type(self)(self.uop.div(self._operand(x), reverse, rounding_mode))
+  def idiv(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.idiv(self._operand(x), reverse))
+  def mod(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.mod(self._operand(x), reverse))
+  def fmod(self: Tensor, x) -> Tensor: return type(self)(self.uop.fmod(self._operand(x)))
+  def pow(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.pow(self._operand(x), reverse))
+  def maximum(self: Tensor, x) -> Tensor: return type(self)(self.uop.maximum(self._operand(x)))
+  def minimum(self: Tensor, x) -> Tensor: return type(self)(self.uop.minimum(self._operand(x)))
   def where(self: Tensor, x, y) -> Tensor:
-    cond = self if self.dtype == dtypes.bool else self.ne(0)
-    if not is_tensor(x) and not is_tensor(y):
-      xt = type(self)(x, device=self.device)
-      x, y = xt._broadcasted(y)
-    elif not is_tensor(x): x, y = y._broadcasted(x, reverse=True)
-    else: x, y = x._broadcasted(y)
-    shape = x.shape if cond.shape == x.shape else broadcast_shape(cond.shape, x.shape)  # equal shapes: nothing to broadcast
-    return cond._broadcast_to(shape)._alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape))
+    # the values pair up as a binary op's operands (one converts the other); two Python numbers make a tensor of the first
+    if not is_tensor(x) and not is_tensor(y): x = type(self)(x, device=self.device)
+    x, y = (x.uop, x._operand(y)) if is_tensor(x) else (y._operand(x), y.uop)
+    return type(self)(self.uop.where(x, y))
   def clip(self: Tensor, min_=None, max_=None) -> Tensor:
     if min_ is None and max_ is None: raise TensorError("clip needs at least one of min_ or max_")
     ref = self if min_ is None else self.maximum(min_)
@@ -268,26 +209,19 @@ class ElementwiseMixin(TensorMixin):
     return ((x >= lo) & (x <= hi)).where(x, ((x > hi) | ((hi < lo) & (x == x))).where(hi, ((x < lo) & (lo < hi)).where(lo, out)))
   def clamp(self: Tensor, min=None, max=None) -> Tensor: return self.clip(min, max)
   def lerp(self: Tensor, end, weight) -> Tensor: return self + (end - self) * weight
-  def _cmp(self: Tensor, op: Ops, x, reverse: bool = False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    return a._alu(op, b)
-  def __lt__(self: Tensor, x) -> Tensor: return self._cmp(Ops.CMPLT, x)
-  def __gt__(self: Tensor, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True)
-  # not `not >`: every comparison with NaN is False (IEEE, as torch)
-  def __le__(self: Tensor, x) -> Tensor: return self._cmp(Ops.CMPLT, x) | self._cmp(Ops.CMPEQ, x)
-  def __ge__(self: Tensor, x) -> Tensor: return self._cmp(Ops.CMPLT, x, True) | self._cmp(Ops.CMPEQ, x)
-  def __eq__(self: Tensor, x) -> Tensor: return self._cmp(Ops.CMPEQ, x)  # type: ignore[override]
-  def __ne__(self: Tensor, x) -> Tensor: return self._cmp(Ops.CMPNE, x)  # type: ignore[override]
+  def __lt__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__lt__(self._operand(x)))
+  def __gt__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__gt__(self._operand(x)))
+  def __le__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__le__(self._operand(x)))
+  def __ge__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__ge__(self._operand(x)))
+  def __eq__(self: Tensor, x) -> Tensor: return type(self)(self.uop.eq(self._operand(x)))  # type: ignore[override]
+  def __ne__(self: Tensor, x) -> Tensor: return type(self)(self.uop.ne(self._operand(x)))  # type: ignore[override]
   def eq(self: Tensor, x) -> Tensor: return self == x
   def ne(self: Tensor, x) -> Tensor: return self != x
   def lt(self: Tensor, x) -> Tensor: return self < x
   def le(self: Tensor, x) -> Tensor: return self <= x
   def gt(self: Tensor, x) -> Tensor: return self > x
   def ge(self: Tensor, x) -> Tensor: return self >= x
-  def _bitwise(self: Tensor, op: Ops, x, reverse: bool = False) -> Tensor:
-    a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): raise TypeError(f"bitwise {op.name.lower()} needs integer or bool tensors, got {a.dtype}")
-    return a._alu(op, b)
+  def _bitwise(self: Tensor, op: Ops, x, reverse: bool = False) -> Tensor: return type(self)(self.uop._bitwise(op, self._operand(x), reverse))
   def bitwise_and(self: Tensor, x) -> Tensor: return self._bitwise(Ops.AND, x)
   def bitwise_or(self: Tensor, x) -> Tensor: return self._bitwise(Ops.OR, x)
   def bitwise_xor(self: Tensor, x) -> Tensor: return self._bitwise(Ops.XOR, x)

@@ -4,11 +4,11 @@ modes), cat/stack/split, and the shape ops built on them (roll, tril/triu, unfol
 Tensor inherits MovementMixin. A movement op never copies: the scheduler turns each into index math."""
 from __future__ import annotations
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 from fusegrad.dtype import DType, dtypes, least_upper_dtype
 from fusegrad.helpers import TensorError, flatten, prod
-from fusegrad.uop.ops import Ops, UOp, broadcast_shape
-from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange, _check_numel, _norm, _norm_axis, _note_view, _shrink_dim, _to_last
+from fusegrad.uop.ops import Ops, UOp
+from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange, _norm, _norm_axis, _note_view, _shrink_dim, _to_last
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
@@ -43,17 +43,14 @@ def _einops_side(side: str, formula: str) -> list:
   return out
 
 class MovementMixin(TensorMixin):
-  # ---------------- building blocks
-  def _mop(self: Tensor, op: Ops, arg: Any) -> Tensor:
+  # ---------------- building blocks: the nodes (and their checks) come from UOp's builders (OpBuilder, uop/ops.py);
+  # Tensor takes its own spellings of the arguments (None in reshape, dims= in flip, torch's flat padding, pad modes)
+  def _moved(self: Tensor, u: UOp) -> Tensor:
+    """self viewed as u (a movement of self's node), noting that self's buffer has a view; self when nothing moved."""
+    if u is self.uop: return self
     _note_view(self.uop)
-    return type(self)(UOp(op, self.dtype, (self.uop,), arg))
-  def _broadcast_to(self: Tensor, shape: tuple[int, ...]) -> Tensor:
-    if self.shape == shape: return self
-    if len(self.shape) > len(shape): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
-    x = self.reshape((1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
-    broadcast_shape(x.shape, shape)
-    if any(a != b and a != 1 for a, b in zip(x.shape, shape)): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
-    return x._mop(Ops.EXPAND, _check_numel(shape)) if x.shape != shape else x
+    return type(self)(u)
+  def _broadcast_to(self: Tensor, shape: tuple[int, ...]) -> Tensor: return self._moved(self.uop._broadcast_to(shape))
 
   # ---------------- movement
   def reshape(self: Tensor, shape, *args) -> Tensor:
@@ -63,87 +60,39 @@ class MovementMixin(TensorMixin):
       shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(shape))
     for s in shape:
       if not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"reshape sizes must be ints, got {shape}")
-    if shape.count(-1) > 1: raise TensorError(f"only one dimension can be inferred (-1) in reshape {shape}")
-    if any(s < -1 for s in shape): raise TensorError(f"invalid size in reshape {shape}")
-    if -1 in shape:
-      known = prod(s for s in shape if s != -1)
-      if known == 0 or self.numel() % known: raise TensorError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape}")
-      shape = tuple(self.numel() // known if s == -1 else s for s in shape)
-    if prod(shape) != self.numel(): raise TensorError(f"cannot reshape tensor of shape {self.shape} ({self.numel()} elements) into {shape} ({prod(shape)} elements)")
-    if shape == self.shape: return self
-    return self._mop(Ops.RESHAPE, shape)
+    return self._moved(self.uop.reshape(shape))
   def view(self: Tensor, *shape) -> Tensor: return self.reshape(*shape) if shape and not isinstance(shape[0], DType) else self.bitcast(shape[0])
-  def expand(self: Tensor, shape, *args) -> Tensor:
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
-    if len(shape) < self.ndim: raise TensorError(f"expand to {shape} has fewer dims than the tensor's shape {self.shape}")
-    padded = (None,) * (len(shape) - self.ndim) + self.shape
-    new = tuple(p if s == -1 else s for s, p in zip(shape, padded))
-    if None in new: raise TensorError(f"-1 is not allowed for new leading dims in expand {shape}")
-    return self._broadcast_to(new)  # type: ignore
-  def permute(self: Tensor, order, *args) -> Tensor:
-    order = tuple(order) if isinstance(order, (tuple, list)) else (order,) + args
-    order = tuple(_norm_axis(o, self.ndim) for o in order)
-    if sorted(order) != list(range(self.ndim)): raise TensorError(f"permute order {order} is not a permutation of the {self.ndim} dims of shape {self.shape}")
-    return self._mop(Ops.PERMUTE, order) if order != tuple(range(self.ndim)) else self
-  def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor:
-    if self.ndim < 2 and dim0 == 1 and dim1 == 0: return self
-    order = list(range(self.ndim))
-    a, b = _norm_axis(dim0, self.ndim), _norm_axis(dim1, self.ndim)
-    order[a], order[b] = order[b], order[a]
-    return self.permute(order)
+  def expand(self: Tensor, shape, *args) -> Tensor: return self._moved(self.uop.expand(shape, *args))
+  def permute(self: Tensor, order, *args) -> Tensor: return self._moved(self.uop.permute(order, *args))
+  def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor: return self._moved(self.uop.transpose(dim0, dim1))
   def flip(self: Tensor, axis=None, *args, dims=None) -> Tensor:
     if (axis is None) == (dims is None): raise TypeError("flip() takes the axes to flip, as `axis` (tinygrad) or `dims=` (torch), once")
-    if dims is not None: axis = dims
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,) + args
-    axes = [_norm_axis(a, self.ndim) for a in axes]
-    if len(set(axes)) != len(axes): raise TensorError(f"dim appears multiple times in flip {axis}")
-    if not axes: return self
-    return self._mop(Ops.FLIP, tuple(i in axes for i in range(self.ndim)))
-  def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor:
-    if len(arg) != self.ndim: raise TensorError(f"shrink needs one (start, end) per dim of {self.shape}, got {arg}")
-    arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
-    for (b, e), s in zip(arg, self.shape):
-      if not 0 <= b <= e <= s: raise TensorError(f"shrink {arg} out of bounds for shape {self.shape}")
-    if all(a == (0, s) for a, s in zip(arg, self.shape)): return self
-    return self._mop(Ops.SHRINK, arg)
+    return self._moved(self.uop.flip(axis if dims is None else dims, *args))
+  def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor: return self._moved(self.uop.shrink(arg))
   def pad(self: Tensor, padding, mode: str = "constant", value: float = 0.0) -> Tensor:
     """padding: one (before, after) pair per dim (None = no pad), or a flat torch-style sequence starting from the last dim.
     Negative amounts crop."""
     if all(isinstance(p, int) for p in padding) and len(padding) > 0:
       if len(padding) % 2 or len(padding) // 2 > self.ndim: raise TensorError(f"flat padding {padding} needs an even length of at most 2*ndim={2*self.ndim}")
-      pairs = [(0, 0)] * (self.ndim - len(padding) // 2) + [(padding[i], padding[i + 1]) for i in range(len(padding) - 2, -1, -2)]
+      padding = pairs = [(0, 0)] * (self.ndim - len(padding) // 2) + [(padding[i], padding[i + 1]) for i in range(len(padding) - 2, -1, -2)]
     else:
       if len(padding) != self.ndim: raise TensorError(f"padding {padding} needs one pair per dim of {self.shape}")
       pairs = [(0, 0) if p is None else tuple(p) for p in padding]
-    if mode != "constant":  # reflect / replicate / circular live in tensor_ops.py
+    if mode != "constant":  # reflect / replicate / circular: _pad_mode below
       if value != 0: raise TensorError(f"pad mode {mode!r} does not take a value argument")
       return self._pad_mode(pairs, mode)
-    x = self
-    crop = [(-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)]
-    if any(c != (0, s) for c, s in zip(crop, self.shape)):
-      if any(e < b for b, e in crop): raise TensorError(f"negative padding {padding} crops more than shape {self.shape}")
-      x = x.shrink(crop)
-    pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
-    if all(p == (0, 0) for p in pos): return x
-    out = x._mop(Ops.PAD, pos)
-    _check_numel(out.shape)
-    if value != 0:
-      mask = type(self).ones(x.shape, dtype=dtypes.bool, device=x.device)._mop(Ops.PAD, pos)
-      out = mask.where(out, value)
+    out = self._moved(self.uop.pad(padding))
+    if value != 0 and out.uop.op is Ops.PAD and out is not self:  # the padded part is value: a mask of the kept part selects
+      mask = type(self).ones(out.uop.src[0].shape, dtype=dtypes.bool, device=self.device).uop.pad(out.uop.arg)
+      out = type(self)(mask).where(out, value)
     return out
   def squeeze(self: Tensor, dim: int | None = None) -> Tensor:
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     dims = tuple(_norm_axis(d, self.ndim) for d in dims)
     return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1))) if self.ndim else self
-  def unsqueeze(self: Tensor, dim: int) -> Tensor:
-    d = _norm_axis(dim, self.ndim + 1)
-    return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
-  def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    if self.ndim == 0: return self.reshape(1)
-    s, e = _norm_axis(start_dim, self.ndim), _norm_axis(end_dim, self.ndim)
-    if s > e: raise TensorError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
-    return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+  def unsqueeze(self: Tensor, dim: int) -> Tensor: return self._moved(self.uop.unsqueeze(dim))
+  def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor: return self._moved(self.uop.flatten(start_dim, end_dim))
   def unflatten(self: Tensor, dim: int, sizes: tuple[int, ...]) -> Tensor:
     d = _norm_axis(dim, self.ndim)
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])

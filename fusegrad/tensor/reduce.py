@@ -20,35 +20,21 @@ _MinRet = collections.namedtuple("min", ["values", "indices"])
 
 class ReduceMixin(TensorMixin):
   # ---------------- reductions
-  def _axes(self: Tensor, axis) -> tuple[int, ...]:
-    if axis is None: return tuple(range(self.ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    axes = tuple(_norm_axis(a, self.ndim) for a in axes)
-    if len(set(axes)) != len(axes): raise TensorError(f"dim {axis} appears multiple times in the list of dims")
-    return axes
-  def _reduce(self: Tensor, op: Ops, axis=None, keepdim: bool = False) -> Tensor:
-    axes = self._axes(axis)
-    if self.ndim == 0: return self
-    red = self._reduce_in_groups(op, axes) if axes else self
-    return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
-  # the reduce builders live on UOp (uop/ops.py), shared with the derivative rules: backward reduces split and widen alike
-  def _reduce_in_groups(self: Tensor, op: Ops, axes) -> Tensor: return type(self)(self.uop._reduce_in_groups(op, axes))
+  # the reduce builders live on UOp (OpBuilder, uop/ops.py), shared with the derivative rules: backward reduces split and
+  # widen alike; Tensor adds its spellings (dim=, dtype names) and the (values, indices) of torch's max(dim=)
+  def _axes(self: Tensor, axis) -> tuple[int, ...]: return self.uop._axes(axis)
+  def _reduce(self: Tensor, op: Ops, axis=None, keepdim: bool = False) -> Tensor: return self._wrap(self.uop._reduce(op, axis, keepdim))
   def _sum_dtype(self: Tensor) -> DType: return sum_dtype(self.dtype)
   def _wide(self: Tensor) -> Tensor: return self.cast(wide_dtype(self.dtype))
   def sum(self: Tensor, axis=None, keepdim: bool = False, dtype: DType | str | None = None, acc_dtype=None, *, dim=None) -> Tensor:
-    axis = self._pick_axis(axis, dim)
-    x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype())
-    return x._wide()._reduce(Ops.ADD, axis, keepdim).cast(x.dtype)
+    return self._wrap(self.uop.sum(self._pick_axis(axis, dim), keepdim, None if dtype is None else to_dtype(dtype)))
   def prod(self: Tensor, axis=None, keepdim: bool = False, dtype: DType | str | None = None, *, dim=None) -> Tensor:
-    axis = self._pick_axis(axis, dim)
-    x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype())
-    return x._wide()._reduce(Ops.MUL, axis, keepdim).cast(x.dtype)
+    return self._wrap(self.uop.prod(self._pick_axis(axis, dim), keepdim, None if dtype is None else to_dtype(dtype)))
   def max(self: Tensor, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
     """tinygrad's max(axis) gives the values; torch's spelling max(dim=d) gives (values, indices) as torch does."""
     if dim is not None: return self._max_min_dim(self._pick_axis(axis, dim), keepdim, True)
     self._check_nonempty("max", axis)
-    if self.dtype == dtypes.bool: return self.cast(dtypes.uint8)._reduce(Ops.MAX, axis, keepdim).cast(dtypes.bool)
-    return self._reduce(Ops.MAX, axis, keepdim)
+    return self._wrap(self.uop.max(axis, keepdim))
   def min(self: Tensor, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
     if dim is not None: return self._max_min_dim(self._pick_axis(axis, dim), keepdim, False)
     self._check_nonempty("min", axis)

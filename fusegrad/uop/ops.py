@@ -67,13 +67,15 @@ class UOpMeta(type):
     UOpMeta.ucache[key] = ret
     return ret
 
-# ---- op builders: the nodes Tensor's methods of the same names build, so code written on UOps (the derivative rules of
-# gradient.py) makes the same graphs as Tensor code, and they hash-cons and fuse with the forward graph.
+# ---- op builders: the one implementation of Tensor's ops. Tensor's methods convert their arguments and wrap what these
+# build (`Tensor(self.uop.add(x))`), and code written on UOps (the derivative rules of gradient.py) makes the same graphs
+# as Tensor code, so they hash-cons and fuse with the forward graph.
 #
-# One class, two levels. A tensor-level node (it has a device) broadcasts, promotes dtypes as torch does and makes a Python
-# number a constant of its shape: CONST(DEVICE) -> RESHAPE -> EXPAND, the node Tensor makes of a scalar. A kernel-level node
-# (the index arithmetic of codegen and symbolic: no device) keeps plain arithmetic: a number is a bare CONST of its dtype,
-# and nothing is promoted or broadcast. Equality is `eq`/`ne`: `==` on UOps is identity, which hash-consing relies on.
+# One class, two levels. A tensor-level node (`tensor_level`: it has a device, or a bound variable) broadcasts, promotes
+# dtypes as torch does, makes a Python number a constant of its shape (CONST(DEVICE) -> RESHAPE -> EXPAND) and raises
+# Tensor's errors. A kernel-level node (the index arithmetic of codegen and symbolic) keeps plain arithmetic: a number is
+# a bare CONST of its dtype, and nothing is promoted or broadcast. Equality is `eq`/`ne`: `==` on UOps is identity, which
+# hash-consing relies on.
 
 # OpBuilder._reduce_in_groups: partial results per output, the shortest reduction split, and the most outputs (with 8 or
 # more the one-pass kernel already gives every core work; batchnorm's per-channel sums measured slower split)
@@ -98,8 +100,38 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     out.append(big.pop() if big else 1)
   return tuple(out)
 
-def _norm(axis: int, ndim: int) -> int:
-  if not -max(ndim, 1) <= axis < max(ndim, 1): raise IndexError(f"dim {axis} is out of range for {ndim} dimension(s)")
+def promote_types(x, y) -> DType:
+  """PyTorch's rule for two tensors (UOps or Tensors): a 0-d one only raises the result's category (int -> float), like
+  a Python scalar does, but with its own dtype; between tensors of the same kind of rank the usual lattice applies."""
+  if (len(x.shape) == 0) != (len(y.shape) == 0):
+    dim, zero = (y, x) if len(x.shape) == 0 else (x, y)
+    return zero.dtype if category(zero.dtype) > category(dim.dtype) else dim.dtype
+  return least_upper_dtype(x.dtype, y.dtype)
+
+def checked_dtype(values: list, dtype: DType | None) -> DType:
+  """The dtype for Python numbers: given, or inferred as torch does (ints that need it widen to int64). An int that
+  does not fit an integer dtype raises instead of wrapping silently (negative ints into unsigned dtypes wrap, as torch)."""
+  ints = [v for v in values if type(v) is int]
+  if dtype is None:
+    dtype = dtypes.from_py(values)
+    if dtype == dtypes.default_int and ints and not all(dtypes.min(dtype) <= v <= dtypes.max(dtype) for v in ints): dtype = dtypes.int64
+  if dtypes.is_int(dtype) and ints:
+    lo, hi = (-dtypes.max(dtype) - 1 if dtypes.is_unsigned(dtype) else dtypes.min(dtype)), dtypes.max(dtype)
+    if bad := next((v for v in ints if not lo <= v <= hi), None):
+      raise RuntimeError(f"value {bad} cannot be converted to type {dtype} without overflow" if dtype != dtypes.int64 or abs(bad) < 2**64 else
+                         f"value {bad} does not fit any integer dtype (the widest is int64)")
+  return dtype
+
+def check_numel(shape: tuple[int, ...]) -> tuple[int, ...]:
+  """Kernels index with 64-bit integers: a larger tensor would wrap around and give wrong answers, so it is refused."""
+  if prod(shape) >= 2**63: raise RuntimeError(f"shape {shape} has {prod(shape)} elements, more than 64-bit indexing can address (2**63 - 1)")
+  return shape
+
+def norm_axis(axis: int, ndim: int, name: str = "dim") -> int:
+  """axis in [-ndim, ndim) (a 0-d tensor takes -1 and 0) as a non-negative index."""
+  if not isinstance(axis, int) or isinstance(axis, bool): raise TypeError(f"{name} must be an int, got {type(axis).__name__}")
+  lo, hi = (-ndim, ndim - 1) if ndim else (-1, 0)
+  if not lo <= axis <= hi: raise IndexError(f"{name} {axis} is out of range for a tensor with {ndim} dimension(s) (expected in [{lo}, {hi}])")
   return axis % max(ndim, 1)
 
 def _sizes(shape, args) -> tuple:
@@ -110,7 +142,8 @@ _consts = WeakValueCache()  # OpBuilder.tensor_const's nodes, held weakly like e
 _device_nodes: dict = {}  # DEVICE nodes, kept for good (there are only a few devices): every constant needs one
 
 class OpBuilder:
-  """The builder methods of UOp (it inherits them). `self` is always a UOp."""
+  """The builder methods of UOp (it inherits them). `self` is always a UOp. Each method checks its level first
+  (`tensor_level`): kernel-level nodes get plain arithmetic, tensor-level ones Tensor's semantics and error messages."""
 
   # ---- constants
   @staticmethod
@@ -133,7 +166,7 @@ class OpBuilder:
     """value as a constant (of self's dtype unless given) that combines with self: of its shape and device at tensor level,
     a bare CONST in a kernel."""
     dtype = self.dtype if dtype is None else dtype
-    return UOp.const(dtype, value) if self.device is None else UOp.tensor_const(value, dtype, self.device, self.shape)
+    return UOp.tensor_const(value, dtype, self.device, self.shape) if self.tensor_level else UOp.const(dtype, value)
   def _c(self, x): return x if isinstance(x, UOp) else self.const_like(x)
   def _kc(self, x): return x if isinstance(x, UOp) else UOp.const(self.dtype, x)  # _c, known to be in a kernel
   @staticmethod
@@ -146,75 +179,117 @@ class OpBuilder:
     iota = UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp.device_node(device),), n)
     return (iota.cast(dt) * step + start).cast(dt)
 
-  # ---- broadcasting and promotion (tensor level)
+  # ---- broadcasting and promotion (tensor level). An operand is a UOp or a Python number (bool, int, float): Tensor
+  # turns its other spellings (lists, numpy scalars, Tensors) into one of those, and checks devices
   def _broadcast_to(self, shape: tuple[int, ...]):
     if self.shape == shape: return self
     if len(self.shape) > len(shape): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
-    x = self.reshape((1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
+    x = UOp(Ops.RESHAPE, self.dtype, (self,), (1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
+    broadcast_shape(x.shape, shape)  # sizes that differ, neither 1: its message names both shapes
     if any(a != b and a != 1 for a, b in zip(x.shape, shape)): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
-    return UOp(Ops.EXPAND, x.dtype, (x,), tuple(shape)) if x.shape != shape else x
+    return UOp(Ops.EXPAND, x.dtype, (x,), check_numel(tuple(shape))) if x.shape != shape else x
   def _broadcasted(self, y, reverse: bool = False) -> tuple:
-    """(self, y) as two nodes of one dtype and shape, as Tensor._broadcasted pairs them; reverse: (y, self)."""
+    """(self, y) as two nodes of one dtype (torch's promotion) and shape (broadcast); reverse: (y, self)."""
     if isinstance(y, (bool, int, float)):
+      # a Python scalar is weak: result_dtype, and self's shape is already the broadcast shape
       dt = result_dtype(self.dtype, y)
       x = self.cast(dt)
       c = UOp.tensor_const(y, dt, x.device, x.shape)
       return (c, x) if reverse else (x, c)
     x = self
-    if y.shape == x.shape and y.dtype is x.dtype: return (y, x) if reverse else (x, y)
+    if y.shape == x.shape and y.dtype is x.dtype: return (y, x) if reverse else (x, y)  # nothing to promote or broadcast
     if reverse: x, y = y, x
-    if (len(x.shape) == 0) != (len(y.shape) == 0):
-      # torch's rule: a 0-d operand only raises the category (int -> float), like a Python scalar, but with its own dtype
-      dim, zero = (y, x) if len(x.shape) == 0 else (x, y)
-      dt = zero.dtype if category(zero.dtype) > category(dim.dtype) else dim.dtype
-    else: dt = least_upper_dtype(x.dtype, y.dtype)
+    dt = promote_types(x, y)
     x, y = x.cast(dt), y.cast(dt)
     shape = broadcast_shape(x.shape, y.shape)
     return x._broadcast_to(shape), y._broadcast_to(shape)
   def _binary(self, op: Ops, y, reverse: bool = False):
-    if self.device is None:  # kernel level: no promotion, no broadcasting
-      return self._kc(y).alu(op, self) if reverse else self.alu(op, self._kc(y))
+    if not self.tensor_level: return self._kc(y).alu(op, self) if reverse else self.alu(op, self._kc(y))  # no promotion, no broadcasting
     a, b = self._broadcasted(y, reverse)
     return a.alu(op, b)
 
   # ---- elementwise (Tensor's semantics at tensor level)
   def add(self, x):
-    if self.device is None: return self.alu(Ops.ADD, self._kc(x))
+    if not self.tensor_level: return self.alu(Ops.ADD, self._kc(x))
     a, b = self._broadcasted(x)
     return a.alu(Ops.OR if a.dtype == dtypes.bool else Ops.ADD, b)
-  def sub(self, x, reverse: bool = False): return self._binary(Ops.SUB, x, reverse)
+  def sub(self, x, reverse: bool = False):
+    if not self.tensor_level: return self._binary(Ops.SUB, x, reverse)
+    a, b = self._broadcasted(x, reverse)
+    if a.dtype == dtypes.bool: raise TypeError("subtraction of bool tensors is not supported; use logical_xor() or ^")
+    return a.alu(Ops.SUB, b)
   def mul(self, x, reverse: bool = False):
-    if self.device is None: return self._binary(Ops.MUL, x, reverse)
+    if not self.tensor_level: return self._binary(Ops.MUL, x, reverse)
     a, b = self._broadcasted(x, reverse)
     return a.alu(Ops.AND if a.dtype == dtypes.bool else Ops.MUL, b)
-  def div(self, x, reverse: bool = False):
-    if self.device is None: return self._binary(Ops.FDIV, x, reverse)
+  def div(self, x, reverse: bool = False, rounding_mode: str | None = None):
+    if not self.tensor_level: return self._binary(Ops.FDIV, x, reverse)
     a, b = self._broadcasted(x, reverse)
+    if rounding_mode == "trunc": return a.alu(Ops.IDIV, b) if dtypes.is_int(a.dtype) else a.alu(Ops.FDIV, b).trunc()
+    if rounding_mode == "floor": return a._floordiv(b)
+    if rounding_mode is not None: raise TensorError(f"rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
     return a.alu(Ops.FDIV, b)
+  def _floordiv(self, b):
+    """self // b rounding down, for two operands of one dtype and shape."""
+    if dtypes.is_float(self.dtype): return self.alu(Ops.FDIV, b).floor()
+    if self.dtype == dtypes.bool: raise TypeError("floor division of bool tensors is not supported")
+    q = self.alu(Ops.IDIV, b)
+    if dtypes.is_unsigned(self.dtype): return q
+    # C truncates toward zero; floor division rounds down when the signs differ and there is a remainder
+    fix = self.alu(Ops.MOD, b).ne(0) & (self < 0).ne(b < 0)
+    return q - fix.cast(self.dtype)
+  def idiv(self, x, reverse: bool = False):
+    """Floor division (Python's and torch's //); `//` on UOps is C's, at both levels."""
+    if not self.tensor_level: return self._binary(Ops.IDIV, x, reverse)
+    a, b = self._broadcasted(x, reverse)
+    return a._floordiv(b)
+  def mod(self, x, reverse: bool = False):
+    """The remainder with the divisor's sign (Python's and torch's %); `%` on UOps is C's, at both levels."""
+    if not self.tensor_level: return self._binary(Ops.MOD, x, reverse)
+    a, b = self._broadcasted(x, reverse)
+    if a.dtype == dtypes.bool: raise TypeError("remainder of bool tensors is not supported")
+    r = a.alu(Ops.MOD, b)
+    if dtypes.is_unsigned(a.dtype): return r
+    return (r.ne(0) & (r < 0).ne(b < 0)).where(r + b, r)
+  def fmod(self, x):
+    """The remainder with the dividend's sign (C's)."""
+    if not self.tensor_level: return self._binary(Ops.MOD, x)
+    a, b = self._broadcasted(x)
+    return a.alu(Ops.MOD, b)
   def pow(self, x, reverse: bool = False):
-    if self.device is None: return self._binary(Ops.POW, x, reverse)
+    if not self.tensor_level: return self._binary(Ops.POW, x, reverse)
     a, b = self._broadcasted(x, reverse)
     if a.dtype == dtypes.bool: return a | b.logical_not()  # x**0 is 1 and x**1 is x
     if not dtypes.is_float(a.dtype): return a.cast(dtypes.float64).alu(Ops.POW, b.cast(dtypes.float64)).cast(a.dtype)
     return a.alu(Ops.POW, b)
   def maximum(self, x):
-    if self.device is None: return self.alu(Ops.MAX, self._kc(x))
+    if not self.tensor_level: return self.alu(Ops.MAX, self._kc(x))
     a, b = self._broadcasted(x)
     return a.alu(Ops.OR if a.dtype == dtypes.bool else Ops.MAX, b)
+  def minimum(self, x):
+    if not self.tensor_level: return -(-self).alu(Ops.MAX, -self._kc(x))
+    a, b = self._broadcasted(x)
+    if a.dtype == dtypes.bool: return a.alu(Ops.AND, b)
+    # floats: -max(-a, -b) keeps NaN propagation and splits the gradient of ties as torch does;
+    # ints select instead (negation overflows at the minimum value and wraps for unsigned)
+    if dtypes.is_float(a.dtype): return -((-a).alu(Ops.MAX, -b))
+    return (a < b).where(a, b)
   def eq(self, x): return self._binary(Ops.CMPEQ, x)
   def ne(self, x): return self._binary(Ops.CMPNE, x)
   def where(self, x, y):
-    if self.device is None: return self.alu(Ops.WHERE, x, y)
+    if not self.tensor_level: return self.alu(Ops.WHERE, x, y)
     cond = self if self.dtype == dtypes.bool else self.ne(0)
-    if not isinstance(x, UOp) and not isinstance(y, UOp):
-      dt = dtypes.from_py(x)
-      if dt == dtypes.default_int and not dtypes.min(dt) <= x <= dtypes.max(dt): dt = dtypes.int64
-      x, y = UOp.tensor_const(x, dt, self.device, ())._broadcasted(y)
+    if not isinstance(x, UOp) and not isinstance(y, UOp): x, y = UOp.tensor_const(x, checked_dtype([x], None), self.device, ())._broadcasted(y)
     elif not isinstance(x, UOp): x, y = y._broadcasted(x, reverse=True)
     else: x, y = x._broadcasted(y)
-    shape = x.shape if cond.shape == x.shape else broadcast_shape(cond.shape, x.shape)
+    shape = x.shape if cond.shape == x.shape else broadcast_shape(cond.shape, x.shape)  # equal shapes: nothing to broadcast
     return cond._broadcast_to(shape).alu(Ops.WHERE, x._broadcast_to(shape), y._broadcast_to(shape))
+  def _bitwise(self, op: Ops, x, reverse: bool = False):
+    if not self.tensor_level: return self._binary(op, x, reverse)
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): raise TypeError(f"bitwise {op.name.lower()} needs integer or bool tensors, got {a.dtype}")
+    return a.alu(op, b)
   def logical_not(self): return self.ne(True) if self.dtype == dtypes.bool else self.eq(0)
 
   def _float(self): return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
@@ -230,62 +305,82 @@ class OpBuilder:
   def tanh(self): return self._float().alu(Ops.TANH)
   def erf(self): return self._float().alu(Ops.ERF)
   def sigmoid(self): return self._float().alu(Ops.SIGMOID)
+  def neg(self):
+    if self.dtype is dtypes.bool and self.tensor_level: raise TypeError("negation of a bool tensor is not supported; use logical_not()")
+    return self.alu(Ops.NEG)
   def abs(self): return self.alu(Ops.ABS) if self.dtype != dtypes.bool and not dtypes.is_unsigned(self.dtype) else self
+  def trunc(self): return self.alu(Ops.TRUNC) if dtypes.is_float(self.dtype) else self
+  def floor(self): return self.alu(Ops.FLOOR) if dtypes.is_float(self.dtype) else self
+  def ceil(self): return self.alu(Ops.CEIL) if dtypes.is_float(self.dtype) else self
+  def round(self): return self.alu(Ops.RINT) if dtypes.is_float(self.dtype) else self
   def square(self): return self * self
+  def relu(self): return ((self < 0) | self.eq(0)).where(0, self)
   def sign(self):
     if self.dtype == dtypes.bool: return self
     return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)  # sign(nan) is 0, as in torch
 
   # ---- operators: Tensor's at tensor level, plain arithmetic in a kernel (symbolic simplification builds index math with
   # them, so the hot ones spell the kernel case out: one check, no extra call)
-  def __add__(self, x): return self.alu(Ops.ADD, self._kc(x)) if self.device is None else self.add(x)
-  def __radd__(self, x): return self._kc(x).alu(Ops.ADD, self) if self.device is None else self.add(x)
-  def __sub__(self, x): return self.alu(Ops.SUB, self._kc(x)) if self.device is None else self.sub(x)
+  def __add__(self, x): return self.add(x) if self.tensor_level else self.alu(Ops.ADD, self._kc(x))
+  def __radd__(self, x): return self.add(x) if self.tensor_level else self._kc(x).alu(Ops.ADD, self)
+  def __sub__(self, x): return self.sub(x) if self.tensor_level else self.alu(Ops.SUB, self._kc(x))
   def __rsub__(self, x): return self.sub(x, True)
-  def __mul__(self, x): return self.alu(Ops.MUL, self._kc(x)) if self.device is None else self.mul(x)
+  def __mul__(self, x): return self.mul(x) if self.tensor_level else self.alu(Ops.MUL, self._kc(x))
   def __rmul__(self, x): return self.mul(x, True)
   def __truediv__(self, x): return self.div(x)
   def __rtruediv__(self, x): return self.div(x, True)
-  # C's truncating division and remainder at both levels (Tensor's floor and take the divisor's sign)
+  # C's truncating division and remainder at both levels (Tensor's floor and take the divisor's sign: idiv and mod)
   def __floordiv__(self, x): return self.alu(Ops.IDIV, self._c(x))
   def __mod__(self, x): return self.alu(Ops.MOD, self._c(x))
-  def __neg__(self): return self.alu(Ops.NEG)
-  def __lt__(self, x): return self.alu(Ops.CMPLT, self._kc(x)) if self.device is None else self._binary(Ops.CMPLT, x)
+  __neg__ = neg
+  def __lt__(self, x): return self._binary(Ops.CMPLT, x) if self.tensor_level else self.alu(Ops.CMPLT, self._kc(x))
   def __gt__(self, x): return self._binary(Ops.CMPLT, x, True)
   # at tensor level not `not <`: every comparison with NaN is False (IEEE, as torch)
-  def __le__(self, x): return self._kc(x) >= self if self.device is None else (self < x) | self.eq(x)
+  def __le__(self, x): return (self < x) | self.eq(x) if self.tensor_level else self._kc(x) >= self
   def __ge__(self, x):
-    if self.device is None: return self.alu(Ops.CMPLT, self._kc(x)).alu(Ops.CMPEQ, UOp.const(dtypes.bool, False))
-    return (self > x) | self.eq(x)
-  def __and__(self, x): return self._binary(Ops.AND, x)
-  def __or__(self, x): return self._binary(Ops.OR, x)
-  def __xor__(self, x): return self._binary(Ops.XOR, x)
+    if self.tensor_level: return (self > x) | self.eq(x)
+    return self.alu(Ops.CMPLT, self._kc(x)).alu(Ops.CMPEQ, UOp.const(dtypes.bool, False))
+  def __and__(self, x): return self._bitwise(Ops.AND, x)
+  def __or__(self, x): return self._bitwise(Ops.OR, x)
+  def __xor__(self, x): return self._bitwise(Ops.XOR, x)
 
   # ---- movement (tensor level); each returns self when it would change nothing, as Tensor's do
   def reshape(self, shape, *args):
     shape = _sizes(shape, args)
+    if shape.count(-1) > 1: raise TensorError(f"only one dimension can be inferred (-1) in reshape {shape}")
+    if any(s < -1 for s in shape): raise TensorError(f"invalid size in reshape {shape}")
     if -1 in shape:
       known = prod(s for s in shape if s != -1)
+      if known == 0 or self.size % known: raise TensorError(f"cannot reshape tensor of shape {self.shape} ({self.size} elements) into {shape}")
       shape = tuple(self.size // known if s == -1 else s for s in shape)
-    if prod(shape) != self.size: raise TensorError(f"cannot reshape shape {self.shape} into {shape}")
+    if prod(shape) != self.size:
+      raise TensorError(f"cannot reshape tensor of shape {self.shape} ({self.size} elements) into {shape} ({prod(shape)} elements)")
     return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), shape)
   def expand(self, shape, *args):
     shape = _sizes(shape, args)
+    if len(shape) < len(self.shape): raise TensorError(f"expand to {shape} has fewer dims than the tensor's shape {self.shape}")
     padded = (None,) * (len(shape) - len(self.shape)) + self.shape
-    return self._broadcast_to(tuple(p if s == -1 else s for s, p in zip(shape, padded)))
+    new = tuple(p if s == -1 else s for s, p in zip(shape, padded))
+    if None in new: raise TensorError(f"-1 is not allowed for new leading dims in expand {shape}")
+    return self._broadcast_to(new)
   def permute(self, order, *args):
-    order = tuple(_norm(o, len(self.shape)) for o in _sizes(order, args))
-    if sorted(order) != list(range(len(self.shape))): raise TensorError(f"permute order {order} is not a permutation of the dims of {self.shape}")
-    return self if order == tuple(range(len(self.shape))) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
+    n = len(self.shape)
+    order = tuple(norm_axis(o, n) for o in _sizes(order, args))
+    if sorted(order) != list(range(n)): raise TensorError(f"permute order {order} is not a permutation of the {n} dims of shape {self.shape}")
+    return self if order == tuple(range(n)) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
   def transpose(self, dim0: int = 1, dim1: int = 0):
+    if len(self.shape) < 2 and dim0 == 1 and dim1 == 0: return self
     order = list(range(len(self.shape)))
-    a, b = _norm(dim0, len(order)), _norm(dim1, len(order))
+    a, b = norm_axis(dim0, len(order)), norm_axis(dim1, len(order))
     order[a], order[b] = order[b], order[a]
     return self.permute(order)
   def flip(self, axis, *args):
-    axes = {_norm(a, len(self.shape)) for a in _sizes(axis, args)}
+    axes = [norm_axis(a, len(self.shape)) for a in _sizes(axis, args)]
+    if len(set(axes)) != len(axes): raise TensorError(f"dim appears multiple times in flip {axis}")
     return UOp(Ops.FLIP, self.dtype, (self,), tuple(i in axes for i in range(len(self.shape)))) if axes else self
   def shrink(self, arg):
+    """One (start, end) pair (or None: the whole dim) per dim."""
+    if len(arg) != len(self.shape): raise TensorError(f"shrink needs one (start, end) per dim of {self.shape}, got {arg}")
     arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     if any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)): raise TensorError(f"shrink {arg} out of bounds for shape {self.shape}")
     return self if all(a == (0, s) for a, s in zip(arg, self.shape)) else UOp(Ops.SHRINK, self.dtype, (self,), arg)
@@ -294,15 +389,21 @@ class OpBuilder:
     pairs = [(0, 0) if p is None else tuple(p) for p in padding]
     x = self
     crop = [(-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)]
-    if any(c != (0, s) for c, s in zip(crop, self.shape)): x = x.shrink(crop)
+    if any(c != (0, s) for c, s in zip(crop, self.shape)):
+      if any(e < b for b, e in crop): raise TensorError(f"negative padding {padding} crops more than shape {self.shape}")
+      x = x.shrink(crop)
     pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
-    return x if all(p == (0, 0) for p in pos) else UOp(Ops.PAD, x.dtype, (x,), pos)
+    if all(p == (0, 0) for p in pos): return x
+    out = UOp(Ops.PAD, x.dtype, (x,), pos)
+    check_numel(out.shape)
+    return out
   def unsqueeze(self, dim: int):
-    d = _norm(dim, len(self.shape) + 1)
+    d = norm_axis(dim, len(self.shape) + 1)
     return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
   def flatten(self, start_dim: int = 0, end_dim: int = -1):
     if not self.shape: return self.reshape(1)
-    s, e = _norm(start_dim, len(self.shape)), _norm(end_dim, len(self.shape))
+    s, e = norm_axis(start_dim, len(self.shape)), norm_axis(end_dim, len(self.shape))
+    if s > e: raise TensorError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
     return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
 
   # ---- data placement (tensor level)
@@ -317,7 +418,9 @@ class OpBuilder:
   # ---- reductions (tensor level)
   def _axes(self, axis) -> tuple[int, ...]:
     if axis is None: return tuple(range(len(self.shape)))
-    return tuple(_norm(a, len(self.shape)) for a in ((axis,) if isinstance(axis, int) else axis))
+    axes = tuple(norm_axis(a, len(self.shape)) for a in ((axis,) if isinstance(axis, int) else axis))
+    if len(set(axes)) != len(axes): raise TensorError(f"dim {axis} appears multiple times in the list of dims")
+    return axes
   def _reduce_in_groups(self, op: Ops, axes: tuple[int, ...]):
     """REDUCE_AXIS over `axes`, keepdim shape. A kernel's threads split its output loop, so a long reduction into under
     8 outputs would run on one core: it runs in two passes instead, REDUCE_GROUPS partial results per output (a kernel
@@ -417,6 +520,14 @@ class UOp(OpBuilder, metaclass=UOpMeta):
     for s in self.src:
       if (d := s.device) is not None: return d
     return None
+  @cached_property
+  def tensor_level(self) -> bool:
+    """Built by Tensor code (OpBuilder then gives it Tensor's semantics): it has a DEVICE below it, or a bound variable
+    (BIND, which only the tensor graph holds: `Tensor(v.bind(3))` has no device). Kernel and index nodes have neither."""
+    if self.op is Ops.DEVICE or self.op is Ops.BIND: return True
+    for s in self.src:
+      if s.tensor_level: return True
+    return False
   @property
   def base(self) -> UOp:
     return self.src[0].base if self.op in GroupOp.Movement else self
