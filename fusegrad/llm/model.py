@@ -1,4 +1,5 @@
-"""Decoder-only transformers: the LLaMA family (LLaMA 2/3, SmolLM, TinyLlama), Qwen2 (q/k/v bias) and Qwen3 (q/k norm).
+"""Decoder-only transformers: the LLaMA family (LLaMA 2/3, SmolLM, TinyLlama), Qwen2 (q/k/v bias), Qwen3 (q/k norm) and
+Qwen3-MoE (a mixture of experts in place of the feed-forward).
 
 RMSNorm, rotary position embedding (with LLaMA 3's frequency scaling), grouped-query attention, a SwiGLU feed-forward,
 tied or separate output embeddings. Each layer keeps a preallocated KV cache of `max_context` positions. The position
@@ -29,6 +30,8 @@ class Config:
   qk_norm: bool = False
   tied_embeddings: bool = False
   max_context: int = 2048
+  n_experts_used: int = 0        # mixture of experts: experts per token (the expert count is in the weights' shapes)
+  norm_topk: bool = True         # the chosen experts' router weights are renormalized to sum to 1
 
   @property
   def hd(self) -> int: return self.head_dim or self.dim // self.n_heads
@@ -36,7 +39,7 @@ class Config:
   @staticmethod
   def from_gguf(md: dict[str, Any], max_context: int, tied: bool) -> Config:
     arch = md["general.architecture"]
-    if arch not in ("llama", "qwen2", "qwen3"): raise ValueError(f"GGUF architecture {arch!r} is not supported (supported: llama, qwen2, qwen3)")
+    if arch not in ("llama", "qwen2", "qwen3", "qwen3moe"): raise ValueError(f"GGUF architecture {arch!r} is not supported (supported: llama, qwen2, qwen3, qwen3moe)")
     g = lambda k, d=None: md.get(f"{arch}.{k}", d)  # noqa: E731
     n_heads = g("attention.head_count")
     scaling = {}
@@ -46,12 +49,15 @@ class Config:
     return Config(arch, g("embedding_length"), g("block_count"), n_heads, g("attention.head_count_kv", n_heads), g("feed_forward_length"),
                   len(md["tokenizer.ggml.tokens"]) if "tokenizer.ggml.tokens" in md else g("vocab_size"), g("attention.key_length", 0),
                   g("attention.layer_norm_rms_epsilon", 1e-5), g("rope.freq_base", 10000.0), scaling, arch == "llama",
-                  arch == "qwen2", arch == "qwen3", tied, min(max_context, g("context_length", max_context)))
+                  arch == "qwen2", arch in ("qwen3", "qwen3moe"), tied, min(max_context, g("context_length", max_context)), g("expert_used_count", 0),
+                  g("expert_weights_norm", True))
 
   @staticmethod
   def from_hf(cfg: dict[str, Any], max_context: int) -> Config:
     kind = cfg.get("model_type", "llama")
-    if kind not in ("llama", "qwen2", "qwen3"): raise ValueError(f"model_type {kind!r} is not supported (supported: llama, qwen2, qwen3)")
+    if kind not in ("llama", "qwen2", "qwen3", "qwen3_moe"): raise ValueError(f"model_type {kind!r} is not supported (supported: llama, qwen2, qwen3, qwen3_moe)")
+    if kind == "qwen3_moe" and (cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1):
+      raise ValueError("qwen3_moe with dense layers (mlp_only_layers, decoder_sparse_step != 1) is not supported")
     # transformers 5 writes rope_parameters (with the theta inside); older configs rope_scaling and rope_theta
     rs = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
     kind_of_rope = rs.get("rope_type", rs.get("type", "default"))
@@ -59,8 +65,8 @@ class Config:
     scaling = {k: rs[k] for k in ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")} if kind_of_rope == "llama3" else {}
     return Config(kind, cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"]),
                   cfg["intermediate_size"], cfg["vocab_size"], cfg.get("head_dim") or 0, cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_theta", rs.get("rope_theta", 10000.0)),
-                  scaling, False, kind == "qwen2" or cfg.get("attention_bias", False), kind == "qwen3", cfg.get("tie_word_embeddings", False),
-                  min(max_context, cfg.get("max_position_embeddings", max_context)))
+                  scaling, False, kind == "qwen2" or cfg.get("attention_bias", False), kind in ("qwen3", "qwen3_moe"), cfg.get("tie_word_embeddings", False),
+                  min(max_context, cfg.get("max_position_embeddings", max_context)), cfg.get("num_experts_per_tok", 0), cfg.get("norm_topk_prob", True))
 
 def rope_frequencies(cfg: Config) -> list[float]:
   """The rotation frequency of each pair of a head's dims, with LLaMA 3's scaling of the long wavelengths."""
@@ -139,7 +145,22 @@ class Transformer:
 
   def feed_forward(self, i: int, x: Tensor) -> Tensor:
     p = f"blk.{i}"
+    if f"{p}.ffn_gate_inp.weight" in self.w: return self.experts(i, x)
     return self.linear(self.linear(x, f"{p}.ffn_gate").silu() * self.linear(x, f"{p}.ffn_up"), f"{p}.ffn_down")
+
+  def experts(self, i: int, x: Tensor) -> Tensor:
+    """Mixture of experts: the router picks n_experts_used experts per token (softmax, top-k, renormalized), and only
+    those experts' weights are read (gathered by the chosen ids), each a SwiGLU feed-forward."""
+    p, (B, T, D), k = f"blk.{i}", x.shape, self.cfg.n_experts_used
+    xs = x.reshape(B * T, D)
+    probs = (xs @ self.w[f"{p}.ffn_gate_inp.weight"].T).float().softmax(-1)
+    weight, chosen = probs.topk(k, -1)                                            # (N, k)
+    if self.cfg.norm_topk: weight = weight / weight.sum(-1, keepdim=True)
+    def apply(name: str, v: Tensor) -> Tensor:  # v (N, k, in) through each token's chosen experts' (out, in) weights
+      return (v.unsqueeze(2) * self.w[f"{p}.{name}.weight"][chosen]).sum(-1)      # (N, k, 1, in) * (N, k, out, in)
+    xk = xs.unsqueeze(1).expand(B * T, k, D)
+    h = apply("ffn_gate_exps", xk).silu() * apply("ffn_up_exps", xk)
+    return (apply("ffn_down_exps", h) * weight.unsqueeze(-1).cast(x.dtype)).sum(1).reshape(B, T, D)
 
   def __call__(self, tokens: Tensor, start_pos) -> Tensor:
     cfg = self.cfg
@@ -157,15 +178,18 @@ class Transformer:
 
 # Hugging Face parameter names -> GGUF's (the model keeps one naming)
 HF_NAMES = {"model.embed_tokens": "token_embd", "model.norm": "output_norm", "lm_head": "output"}
-HF_LAYER = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+HF_LAYER = {"mlp.gate": "ffn_gate_inp", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
             "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
             "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
 
 def gguf_name(hf: str) -> str:
-  """model.layers.3.self_attn.q_proj.weight -> blk.3.attn_q.weight"""
+  """model.layers.3.self_attn.q_proj.weight -> blk.3.attn_q.weight; one expert's weight (mlp.experts.E.gate_proj) names
+  its slice of the stacked experts: blk.3.ffn_gate_exps.weight.E"""
   base, _, kind = hf.rpartition(".")
   if base in HF_NAMES: return f"{HF_NAMES[base]}.{kind}"
   parts = base.split(".")
+  if parts[:2] == ["model", "layers"] and parts[3:5] == ["mlp", "experts"] and len(parts) == 7:
+    return f"blk.{parts[2]}.ffn_{parts[6].removesuffix('_proj')}_exps.{kind}.{parts[5]}"
   if parts[:2] != ["model", "layers"] or ".".join(parts[3:]) not in HF_LAYER: raise KeyError(f"unexpected parameter {hf!r}")
   return f"blk.{parts[2]}.{HF_LAYER['.'.join(parts[3:])]}.{kind}"
 
@@ -178,11 +202,14 @@ def load_hf(folder: str, max_context: int = 2048, device: str | None = None) -> 
   if os.path.exists(index):
     with open(index) as f: files = sorted(set(json.load(f)["weight_map"].values()))
   else: files = ["model.safetensors"]
-  weights = {}
+  weights, experts = {}, {}
   for name in files:
     for k, v in safe_load(os.path.join(folder, name)).items():
       if k.endswith("rotary_emb.inv_freq"): continue
-      weights[gguf_name(k)] = v.to(device).float().realize()
+      base, _, e = (n := gguf_name(k)).rpartition(".")
+      if "_exps." in n: experts.setdefault(base, {})[int(e)] = v.to(device).float()
+      else: weights[n] = v.to(device).float().realize()
+  for base, parts in experts.items(): weights[base] = Tensor.stack(*[parts[e] for e in range(len(parts))]).realize()  # (experts, out, in), as GGUF stores them
   return Transformer(cfg, weights)
 
 def load_gguf(path: str, max_context: int = 2048, device: str | None = None) -> tuple[Transformer, dict]:

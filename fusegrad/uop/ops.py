@@ -551,6 +551,7 @@ def _bind(self: UOp, value: int) -> UOp:
   if not self.arg[1] <= value <= self.arg[2]: raise ValueError(f"{self.arg[0]}={value} is outside its bounds [{self.arg[1]}, {self.arg[2]}]")
   return UOp(Ops.BIND, self.dtype, (self, UOp.const(self.dtype, value)))
 UOp.bind = _bind  # type: ignore[attr-defined]
+UOp.variable = staticmethod(Variable)  # type: ignore[attr-defined]  # tinygrad's spelling: UOp.variable("start_pos", 0, 1023)
 
 def _bounds(u: UOp) -> tuple[Any, Any]:
   d = u.dtype

@@ -16,6 +16,8 @@ FAMILIES = {
     "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 16}),
   "qwen2": lambda: transformers.Qwen2Config(**BASE, tie_word_embeddings=True),
   "qwen3": lambda: transformers.Qwen3Config(**BASE, head_dim=24, tie_word_embeddings=False),
+  "qwen3_moe": lambda: transformers.Qwen3MoeConfig(**BASE, head_dim=16, moe_intermediate_size=32, num_experts=6, num_experts_per_tok=2,
+                                                   norm_topk_prob=True, tie_word_embeddings=False),
 }
 
 def reference(kind, tmp_path):
@@ -36,7 +38,7 @@ def test_prefill_matches_transformers(kind, tmp_path):
   got = load_hf(str(tmp_path), max_context=32)(Tensor([TOKENS]), 0).numpy()[0]
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
-@pytest.mark.parametrize("kind", ["llama", "qwen3"])
+@pytest.mark.parametrize("kind", ["llama", "qwen3", "qwen3_moe"])
 def test_decode_through_the_cache_in_a_jit(kind, tmp_path):
   ref = reference(kind, tmp_path)
   with torch.no_grad(): want = ref(torch.tensor([TOKENS])).logits[0].numpy()

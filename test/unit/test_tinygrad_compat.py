@@ -195,6 +195,12 @@ class TestJitArguments:
     assert [f(Tensor([1.0, 2.0]), v.bind(i)).tolist() for i in range(5)] == [[1.0 + i, 2.0 + i] for i in range(5)]
     assert len(calls) == 2 and f.cnt == 2  # replays pass the new value instead of capturing again
 
+  def test_uop_variable_spelling(self):
+    from fusegrad.uop.ops import UOp
+    v = UOp.variable("pos", 0, 9)
+    assert v is Variable("pos", 0, 9) and Tensor(v.bind(4)).item() == 4
+    with pytest.raises(ValueError, match="outside its bounds"): v.bind(10)
+
   def test_unhashable_argument_names_it(self):
     f = TinyJit(lambda x, table: (x * float(table[0])).realize())
     with pytest.raises(TypeError, match="argument table is a ndarray"): f(Tensor([1.0]), np.ones(2))
