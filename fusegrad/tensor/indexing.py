@@ -205,19 +205,84 @@ def _static_positions(mask: Tensor, size: int) -> tuple[Tensor, Tensor]:
   hit = mask.reshape(1, n) & (c.reshape(1, n) == (r + 1).reshape(size, 1))
   return hit.where(_arange(n, mask).reshape(1, n), 0).sum(-1, dtype=IDX), r < c[n - 1]
 
+# ---------------- slices at a bound Variable: x[:, :, pos:pos+n] with pos = Variable(...).bind(p)
+# The length n is a constant and the start a value, so the shape stays fixed and one compiled kernel (one TinyJit
+# capture) serves every position: reading gathers the n positions, writing selects them with a mask.
+
+def _var_offset(u: Any) -> tuple[UOp | None, int] | None:
+  """A slice bound as (bound-variable part, constant): 3 -> (None, 3), pos -> (pos, 0), pos+2 -> (pos, 2); None if it is
+  not an int or a bound Variable plus a constant."""
+  if isinstance(u, int) and not isinstance(u, bool): return None, u
+  if not isinstance(u, UOp): return None
+  if u.op is Ops.ADD and u.src[1].op is Ops.CONST and (inner := _var_offset(u.src[0])) is not None and inner[0] is not None: return inner[0], inner[1] + u.src[1].arg
+  return (u, 0) if u.op is Ops.BIND else None
+
+def _symbolic_slice(x: Tensor, indices) -> tuple[int, UOp, int] | None:
+  """(dim, start, length) if indices is full slices plus one `start:start+n` slice at a bound Variable; None if no slice
+  bound is a UOp. Anything else with a UOp in it raises a clear error."""
+  idx = indices if isinstance(indices, tuple) else (indices,)
+  if not any(isinstance(i, slice) and (isinstance(i.start, UOp) or isinstance(i.stop, UOp)) for i in idx): return None
+  if idx.count(Ellipsis) > 1 or not all(i is Ellipsis or isinstance(i, slice) for i in idx):
+    raise TypeError("a slice at a Variable takes only full slices (:) and ... in its other dims")
+  if Ellipsis in idx:
+    e = idx.index(Ellipsis)
+    idx = idx[:e] + (slice(None),) * (x.ndim - len(idx) + 1) + idx[e + 1:]
+  if len(idx) > x.ndim: raise IndexError(f"too many indices for a tensor of {x.ndim} dimension(s)")
+  found = None
+  for d, i in enumerate(idx):
+    if i == slice(None): continue
+    lo, hi = _var_offset(i.start), _var_offset(i.stop)
+    if found is not None or i.step not in (None, 1) or lo is None or hi is None or lo[0] is None or lo[0] is not hi[0]:
+      raise TypeError(f"dim {d}: a slice at a Variable must be start:start+n, with start a bound Variable (plus a constant), n a constant, step 1 "
+                      "(and the other dims full slices)")
+    var, n = lo[0], hi[1] - lo[1]
+    lo_min, lo_max = var.src[0].arg[1] + lo[1], var.src[0].arg[2] + lo[1]
+    if n < 0 or lo_min < 0 or lo_max + n > x.shape[d]:
+      raise IndexError(f"dim {d}: slice {var.src[0].arg[0]}+{lo[1]} : +{n} with {var.src[0].arg[0]} in [{var.src[0].arg[1]}, {var.src[0].arg[2]}] "
+                       f"can leave the dim's {x.shape[d]} positions")
+    found = (d, i.start, n)
+  return found
+
+def _positions(x: Tensor, d: int, start: UOp, n: int) -> tuple[Tensor, Tensor]:
+  """(where each of dim d's positions reads from in the n-long slice, clipped; which positions the slice covers), both
+  shaped to broadcast along dim d."""
+  T = type(x)
+  shape = [1] * x.ndim
+  shape[d] = x.shape[d]
+  rel = T.arange(x.shape[d], device=x.device).reshape(shape) - T(start, device=x.device)
+  return rel.clip(0, max(n - 1, 0)), (rel >= 0) & (rel < n)
+
 class IndexingMixin(TensorMixin):
   # ---------------- indexing
   def __getitem__(self: Tensor, indices) -> Tensor:
     """numpy/PyTorch indexing: ints, slices (negative steps too), None, ..., and integer/bool tensors or lists
-    (advanced indexing, PyTorch's rules for where the indexed dims go)."""
+    (advanced indexing, PyTorch's rules for where the indexed dims go); `x[:, pos:pos+n]` with pos a bound Variable
+    (a fixed shape whatever its value; assigning to the result writes into x)."""
+    if (sym := _symbolic_slice(self, indices)) is not None: return self._symbolic_read(*sym)
     return self._getitem(indices)
+  def _symbolic_read(self: Tensor, d: int, start: UOp, n: int) -> Tensor:
+    """self[..., start:start+n, ...] (dim d; start a bound Variable): the n positions gathered."""
+    T = type(self)
+    out = self[(slice(None),) * d + (T.arange(n, device=self.device) + T(start, device=self.device),)]
+    out._symbolic_view = (self, d, start, n)  # assign() writes through it
+    return out
   def __setitem__(self: Tensor, indices, value) -> None:
     """self[indices] = value, written in place into the data this tensor holds or views: every view of it (slices,
     reshapes, transposes, made before or after) sees the new values, as in torch. Inside a TinyJit capture the views are
     rebound to the new value instead."""
     if self.requires_grad and not type(self).no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
+    if (sym := _symbolic_slice(self, indices)) is not None: return self._write(self._symbolic_value(*sym, value))
     self._write(self._setitem_value(indices, value))
+  def _symbolic_value(self: Tensor, d: int, start: UOp, n: int, value) -> Tensor:
+    """self's full new value after self[..., start:start+n, ...] = value (dim d; start a bound Variable)."""
+    T = type(self)
+    v = (value if is_tensor(value) else T(value, device=self.device)).cast(self.dtype)
+    shape = self.shape[:d] + (n,) + self.shape[d + 1:]
+    v = v._broadcast_to(shape) if v.shape != shape else v
+    src, inside = _positions(self, d, start, n)
+    placed = v.gather(d, src.expand(*self.shape[:d], self.shape[d], *self.shape[d + 1:]))
+    return inside.where(placed, self)
   def _getitem(self: Tensor, indices) -> Tensor:
     ix = _parse_index(self, indices)
     v = _basic_view(self, ix)

@@ -197,6 +197,11 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if not isinstance(x, Tensor): x = Tensor.full(self.shape, x, dtype=self.dtype, device=self.device)
     if x.shape != self.shape: raise TensorError(f"assign: shape {x.shape} does not match {self.shape}")
     if x.device != self.device: raise TensorError(f"assign: device {x.device} does not match {self.device}")
+    if (sym := getattr(self, "_symbolic_view", None)) is not None:  # x[:, pos:pos+n].assign(v) writes into x
+      base, d, start, n = sym
+      base._write(base._symbolic_value(d, start, n, x))
+      self.uop = base._symbolic_read(d, start, n).uop
+      return self
     with _realize_lock:
       if self._write_through_view(x.cast(self.dtype)): return self
     self.uop = x.cast(self.dtype).uop
