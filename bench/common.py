@@ -3,7 +3,7 @@
 Import this module before numpy: it drops OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from this process's environment, which
 (set on some machines for old OpenBLAS builds) make a current numpy pick a slow kernel and the reference unfair."""
 from __future__ import annotations
-import os, sys, time, statistics
+import os, sys, time, platform, statistics
 from dataclasses import dataclass
 from typing import Callable
 
@@ -40,11 +40,28 @@ def blas_info() -> str:
           for d in threadpool_info() if d.get("user_api") == "blas"]
   return "numpy BLAS: " + ("; ".join(libs) or "none found")
 
+def cpu_model() -> str:
+  """The CPU's name from /proc/cpuinfo (or platform.processor() where there is none)."""
+  try:
+    for line in open("/proc/cpuinfo"):
+      if line.startswith("model name"): return line.split(":", 1)[1].strip()
+  except OSError: pass
+  return platform.processor() or platform.machine() or "unknown"
+
+def fusegrad_target() -> str:
+  """The ISA fusegrad's CPU kernels are compiled for (vector lanes, CPU_ISA when set) and the threads they run on."""
+  from fusegrad import Device
+  from fusegrad.runtime.ops_cpu import cpu_count
+  lanes = Device["CPU"].renderer.simd_width
+  isa = "NEON" if platform.machine() in ("aarch64", "arm64") else {16: "AVX-512", 8: "AVX2", 4: "SSE"}.get(lanes, f"{lanes} lanes")
+  forced = f" (CPU_ISA={os.environ['CPU_ISA']})" if os.environ.get("CPU_ISA") else ""
+  return f"fusegrad: {isa}{forced}, {lanes} float32 lanes, threads={cpu_count()}"
+
 def env_info() -> str:
   t = get_torch()
   tv = f"torch {t.__version__} threads={t.get_num_threads()}" if t else "torch: not installed (references n/a)"
   load = "  load avg %.1f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
-  return f"cpus={os.cpu_count()}{load}  numpy {np.__version__}  {tv}\n{blas_info()}"
+  return f"CPU: {cpu_model()}  cpus={os.cpu_count()}{load}\n{fusegrad_target()}\nnumpy {np.__version__}  {tv}\n{blas_info()}"
 
 # ---- timers ----
 def wall_times(fn: Callable[[], object], reps: int, warmup: int = 1) -> list[float]:

@@ -169,7 +169,7 @@ class Transformer:
     positions = Tensor.arange(T, device=tokens.device) + start
     cos, sin = self.cos[positions], self.sin[positions]
     mask = Tensor.arange(cfg.max_context, device=tokens.device).reshape(1, -1) <= positions.reshape(-1, 1)  # (T, L): causal over the cache
-    h = self.w["token_embd.weight"][tokens]
+    h = self.w["token_embd.weight"][tokens].float()
     for i in range(cfg.n_layers):
       h = h + self.attention(i, rms_norm(h, self.w[f"blk.{i}.attn_norm.weight"], cfg.norm_eps), start, cos, sin, mask)
       h = h + self.feed_forward(i, rms_norm(h, self.w[f"blk.{i}.ffn_norm.weight"], cfg.norm_eps))
@@ -212,13 +212,18 @@ def load_hf(folder: str, max_context: int = 2048, device: str | None = None) -> 
   for base, parts in experts.items(): weights[base] = Tensor.stack(*[parts[e] for e in range(len(parts))]).realize()  # (experts, out, in), as GGUF stores them
   return Transformer(cfg, weights)
 
-def load_gguf(path: str, max_context: int = 2048, device: str | None = None) -> tuple[Transformer, dict]:
+def load_gguf(path: str, max_context: int = 2048, device: str | None = None, dtype=None) -> tuple[Transformer, dict]:
   """A GGUF file (or the first of split files): the model and the file's metadata (which holds the tokenizer). The
-  quantized weights are unpacked to float32 once, here: measured faster than unpacking inside each matmul
-  (bench/gguf_matmul.py)."""
+  quantized weights are unpacked once, here: measured faster than unpacking inside each matmul (bench/gguf_matmul.py).
+  dtype: what the matrices are kept in; default float16 where the target converts half vectors in one instruction
+  (decoding reads every weight once per token, so half the bytes is nearly twice the speed), else float32. Norms and
+  biases stay float32, and all math is float32."""
   import os, sys
   from fusegrad.helpers import tqdm
   from fusegrad.llm.gguf import gguf_load
+  from fusegrad import Device
   md, tensors = gguf_load(path, device=device)
-  weights = {k: v.float().realize() for k, v in tqdm(tensors.items(), desc=f"loading {os.path.basename(path)}", disable=not sys.stderr.isatty())}
+  if dtype is None: dtype = dtypes.float16 if Device[device or Device.DEFAULT].renderer.half_loads else dtypes.float32
+  weights = {k: v.cast(dtype if v.ndim >= 2 else dtypes.float32).realize()
+             for k, v in tqdm(tensors.items(), desc=f"loading {os.path.basename(path)}", disable=not sys.stderr.isatty())}
   return Transformer(Config.from_gguf(md, max_context, tied="output.weight" not in weights), weights), md

@@ -44,6 +44,7 @@ class Renderer:
   has_threads: bool = False    # many hardware threads run one kernel together (GPU blocks)
   has_shared: bool = False     # memory shared by those threads
   vector_math: frozenset[Ops] = frozenset()  # ops the target computes a whole vector of at once (exp, log, ...)
+  half_loads: bool = False     # a vector of float16 converts to float32 in one instruction (x86 F16C, AVX-512, NEON)
   compile_flags: tuple[str, ...] = ()
   def __init__(self, device: str): self.device = device
   def supported_dtypes(self) -> set[DType]: return set(ALL_DTYPES)

@@ -221,8 +221,8 @@ class ClangRenderer(CStyleRenderer):
 
   def prepare(self, k: CKernel) -> None:
     uops, width = k.uops, 0 if NOOPT else self.simd_width  # NOOPT: plain scalar C
-    k.vloops = vector_loops(uops, width)
-    k.vinner = inner_vector_loops(uops, width, set(k.vloops))
+    k.vloops = vector_loops(uops, width, self.half_loads)
+    k.vinner = inner_vector_loops(uops, width, set(k.vloops), self.half_loads)
     # acc -> its vectors' widths
     k.vec_accs = {u.src[0]: k.vloops[u.src[2]] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in k.vloops}
     # only an output loop at the top level can be split across threads (a reduce loop would race on its accumulator)

@@ -26,13 +26,19 @@ MVEC_ISA = {4: "b", 8: "d", 16: "e"}
 # aligned(4) makes a pointer cast an unaligned load (f32xWa: an aligned one). max keeps a NaN of either side, like
 # torch.maximum, and where selects, both with bitwise masks (C has no vector ?:).
 PRELUDE = """typedef float f32xW __attribute__((vector_size(B), aligned(4)));
+typedef _Float16 f16xW __attribute__((vector_size(H), aligned(2)));
 typedef float f32xWa __attribute__((vector_size(B)));
 typedef int i32xW __attribute__((vector_size(B), aligned(4)));
 static inline f32xW where_f32xW(i32xW m, f32xW a, f32xW b) { return (f32xW)(((i32xW)a & m) | ((i32xW)b & ~m)); }
 static inline f32xW max_f32xW(f32xW a, f32xW b) { return where_f32xW((a != a) | (a > b), a, b); }
 static inline f32xW fma_f32xW(f32xW a, f32xW b, f32xW c) { return FMA; }
 static inline f32xW bcast_f32xW(float x) { return (f32xW){LANES}; }
+static inline f32xW ldh_f32xW(const _Float16* p) { return HALF; }
 """
+# float16 -> float32 on load: one instruction where the CPU has it (gcc 12 converts a generic vector lane by lane)
+HALF = {16: ("__AVX512F__", "(f32x16)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p))"),
+        8: ("__F16C__", "(f32x8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p))"),
+        4: ("__F16C__", "(f32x4)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)p))")}
 # a*b+c with one rounding where the CPU has it (the kernels are built with -march=native, which defines these macros)
 FMA = {16: "#if defined(__AVX512F__)\n#include <immintrin.h>\n#define FMA_16(a, b, c) (f32x16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c))\n#endif\n",
        8: "#if defined(__FMA__)\n#include <immintrin.h>\n#define FMA_8(a, b, c) (f32x8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c))\n#endif\n",
@@ -42,7 +48,9 @@ def _mvec(fn: str, width: int) -> str: return f"_ZGV{MVEC_ISA[width]}N{width}v_{
 
 def prelude(width: int, math: bool) -> str:
   fma = f"\n#ifdef FMA_{width}\n  FMA_{width}(a, b, c)\n#else\n  a*b+c\n#endif\n" if width in FMA else "a*b+c"
-  out = FMA.get(width, "") + PRELUDE.replace("W", str(width)).replace("B", str(4 * width)).replace("return FMA;", f"return {fma};").replace("LANES", ", ".join(["x"] * width))
+  generic = f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"
+  half = f"\n#if defined({HALF[width][0]})\n  {HALF[width][1]}\n#else\n  {generic}\n#endif\n" if width in HALF else generic
+  out = FMA.get(width, "") + ("#include <immintrin.h>\n" if width in HALF and width not in FMA else "") + PRELUDE.replace("return HALF;", f"return {half};").replace("W", str(width)).replace("B", str(4 * width)).replace("H", str(2 * width)).replace("return FMA;", f"return {fma};").replace("LANES", ", ".join(["x"] * width))
   return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
 
 def lane_stride(idx: UOp, lane: UOp) -> int | None:
@@ -58,8 +66,9 @@ def loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
 
 def _is_lane(d) -> bool: return dtypes.is_int(d) or d == dtypes.bool
 
-def kinds(body: list[UOp], lane: UOp) -> dict[UOp, str] | None:
-  """The kind of each value in the loop ("v", "m", "l"), or None if the loop cannot run as vectors."""
+def kinds(body: list[UOp], lane: UOp, half: bool = False) -> dict[UOp, str] | None:
+  """The kind of each value in the loop ("v", "m", "l"), or None if the loop cannot run as vectors. half: float16 loads
+  convert to float32 vectors in one instruction on this target (F16C, AVX-512, NEON); without it they stay scalar."""
   f32, inside = dtypes.float32, set(body) | {lane}
   out: dict[UOp, str] = {lane: "l"}
   def k(s: UOp) -> str | None: return out.get(s) if s in inside else None  # None: a scalar from outside the loop
@@ -75,8 +84,9 @@ def kinds(body: list[UOp], lane: UOp) -> dict[UOp, str] | None:
       out[u] = "v"
       continue
     srcs = [k(s) for s in u.src]
-    if u.op is Ops.LOAD: kind = "v" if u.dtype == f32 else "l" if _is_lane(u.dtype) else None
-    elif u.dtype == f32: kind = "v" if u.op in GroupOp.ALU or (u.op is Ops.CAST and _is_lane(u.src[0].dtype)) else None
+    # a float16 load is converted to a float32 vector as it is loaded (the kernel computes half math in float32 anyway)
+    if u.op is Ops.LOAD: kind = "v" if u.dtype == f32 or (half and u.dtype == dtypes.float16) else "l" if _is_lane(u.dtype) else None
+    elif u.dtype == f32: kind = "v" if u.op in GroupOp.ALU or (u.op is Ops.CAST and (_is_lane(u.src[0].dtype) or srcs[0] == "v")) else None
     elif u.op in MASK_OPS and u.src[0].dtype == f32: kind = "m"
     elif u.dtype == dtypes.bool and u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ): kind = "m" if "m" in srcs else "l"
     elif _is_lane(u.dtype) and u.op in GroupOp.ALU | {Ops.CAST}: kind = "l" if "v" not in srcs and "m" not in srcs else None
@@ -90,7 +100,7 @@ def vector_width(rng: UOp, simd_width: int) -> int:
   if rng.src[0].op is not Ops.CONST: return 0
   return next((w for w in (simd_width >> s for s in range(4)) if w >= 2 and rng.src[0].arg % w == 0), 0)
 
-def inner_vector_loops(uops: list[UOp], simd_width: int, skip: set[UOp]) -> dict[UOp, int]:
+def inner_vector_loops(uops: list[UOp], simd_width: int, skip: set[UOp], half: bool = False) -> dict[UOp, int]:
   """Innermost loops (no loop inside) that can run a vector of lanes per iteration: gcc leaves loops with a division
   in an index, a comparison or a select scalar, and those are common (pooling, relu and batchnorm backward)."""
   out = {}
@@ -99,7 +109,7 @@ def inner_vector_loops(uops: list[UOp], simd_width: int, skip: set[UOp]) -> dict
     body = loop_body(uops, u)
     # accumulator arrays belong to tile loops: those vectorize together (vector_loops) or not at all
     arrays = any(b.op is Ops.REDUCE or (b.op is Ops.ACC_UPDATE and len(b.src) == 3) for b in body)
-    if not arrays and all(b.op is not Ops.RANGE for b in body) and kinds(body, u) is not None: out[u] = w
+    if not arrays and all(b.op is not Ops.RANGE for b in body) and kinds(body, u, half) is not None: out[u] = w
   return out
 
 def tile_widths(n: int, simd_width: int) -> tuple[int, ...]:
@@ -112,13 +122,13 @@ def tile_widths(n: int, simd_width: int) -> tuple[int, ...]:
     n -= w
   return tuple(out)
 
-def vector_loops(uops: list[UOp], simd_width: int) -> dict[UOp, tuple[int, ...]]:
+def vector_loops(uops: list[UOp], simd_width: int, half: bool = False) -> dict[UOp, tuple[int, ...]]:
   """The tile loops of accumulator arrays with their vector widths (tile_widths), when all of them can run as SIMD
   vectors."""
   tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
           {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
   widths = {t: tile_widths(t.src[0].arg, simd_width) if simd_width >= 2 and t.src[0].op is Ops.CONST else () for t in tiles}
-  if not all(w and kinds(loop_body(uops, t), t) is not None for t, w in widths.items()): return {}
+  if not all(w and kinds(loop_body(uops, t), t, half) is not None for t, w in widths.items()): return {}
   return widths
 
 class VectorLoop:
@@ -128,7 +138,7 @@ class VectorLoop:
     self.body, self.lane, self.math = loop_body(k.uops, lane), lane, k.renderer.vector_math
     self.names, self.r, self.emit, self.new_name = k.names, k.r, k.emit, k.new_name
     self.scalar, self.cast, self.ctype = k.renderer.render_alu, k.renderer.render_cast, k.renderer.ctype
-    self.kind, self.accs = kinds(self.body, lane) or {}, k.accs
+    self.kind, self.accs = kinds(self.body, lane, k.renderer.half_loads) or {}, k.accs
 
   def render(self, widths: tuple[int, ...]):
     """The whole tile, unrolled: vector g covers the next widths[g] lanes (acc_g holds its accumulators)."""
@@ -193,6 +203,7 @@ class VectorLoop:
       return
     if kind == "l": return  # rendered lane by lane where used
     if u.op is Ops.LOAD: expr = self._load(u)
+    elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "v": expr = self.names[u.src[0]]  # a float16 load: already float32
     elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "m": expr = f"(({vt})({self.names[u.src[0]]} & ({self.mt})(({vt}){{}}+1.0f)))"
     elif u.op is Ops.CAST: expr = self._lanes(lambda i: self.cast(self.lane_val(u.src[0], i), u.src[0].dtype, u.dtype))
     elif kind == "m" and u.op in MASK_OPS and u.src[0].dtype == dtypes.float32: expr = f"({self.vec(u.src[0])}{MASK_OPS[u.op]}{self.vec(u.src[1])})"
@@ -210,7 +221,8 @@ class VectorLoop:
     i0 = self.lane_val(idx, 0)
     # a staged block is 64-byte aligned, laid out [..., tile]: where the tile is a multiple of this vector, so is i0
     aligned = u.src[0].op is Ops.STAGE and self.lane.src[0].arg % self.w == 0
-    if step == 1: expr = f"*(const {self.vt}{'a' if aligned else ''}*)({ptr}+{i0})"
+    if step == 1 and u.dtype == dtypes.float16: expr = f"ldh_{self.vt}({ptr}+{i0})"
+    elif step == 1: expr = f"*(const {self.vt}{'a' if aligned else ''}*)({ptr}+{i0})"
     else: expr = self._lanes(lambda i: f"{ptr}[{i0}+{step * i}]")
     return f"({self.r(u.src[2])}?{expr}:({self.vt}){{}})" if len(u.src) == 3 else expr
 

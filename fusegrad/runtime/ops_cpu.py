@@ -224,6 +224,11 @@ class CPURenderer(ClangRenderer):
     # libmvec's vector functions are called by their x86-64 vector ABI names
     try: return platform.machine() in ("x86_64", "AMD64") and vector_math(find_compiler())
     except RuntimeError: return False  # no compiler: compiling says so
+  @functools.cached_property
+  def half_loads(self) -> bool:  # type: ignore[override]
+    if platform.machine() in ("aarch64", "arm64"): return True  # NEON converts half vectors
+    isa = target_isa()[0]
+    return isa in ("x86-64-v3", "x86-64-v4") or (isa == "native" and " f16c" in _cpu_flags())  # v3 and up include F16C
   @property
   def compile_flags(self) -> tuple[str, ...]: return compiler_flags(find_compiler())  # type: ignore[override]
 

@@ -14,7 +14,7 @@ class NullProgram:
 
 class NullDevice:
   # C for an AVX-512 CPU, never compiled: DEBUG=4 shows the code a CPU would get
-  def __init__(self, name: str): self.name, self.allocator, self.renderer = name, NullAllocator(), ClangRenderer(name, simd_width=16, vector_registers=32)
+  def __init__(self, name: str): self.name, self.allocator, self.renderer = name, NullAllocator(), ClangRenderer(name, simd_width=16, vector_registers=32, half_loads=True)
   def compile(self, spec: ProgramSpec) -> NullProgram: return NullProgram(spec)
   def synchronize(self): pass
 

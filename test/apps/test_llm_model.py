@@ -2,7 +2,7 @@
 by fusegrad, compared logit by logit, in one prefill and token by token through the KV cache."""
 import numpy as np
 import pytest
-from fusegrad import Tensor, TinyJit, Variable
+from fusegrad import Tensor, TinyJit, Variable, dtypes
 from fusegrad.llm.model import load_hf
 
 torch = pytest.importorskip("torch")
@@ -64,7 +64,7 @@ def test_real_smollm2_gguf_logits_match_transformers():
   ref = transformers.AutoModelForCausalLM.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path), dtype=torch.float32).eval()
   tokens = [1, 504, 3575, 282, 4649, 314, 216]  # any ids: the same for both
   with torch.no_grad(): want = ref(torch.tensor([tokens])).logits[0, -1].numpy()
-  model, md = load_gguf(path, max_context=64)
+  model, md = load_gguf(path, max_context=64, dtype=dtypes.float32)  # float32: the reference's dequantized values exactly
   assert md["general.architecture"] == "llama" and model.cfg.n_layers == 30 and (model.cfg.n_heads, model.cfg.n_kv_heads) == (9, 3)
   got = model(Tensor([tokens]), 0).numpy()[0]
   np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
