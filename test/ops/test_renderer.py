@@ -143,6 +143,21 @@ def test_lane_loads_of_other_dtypes_feed_a_float_vector(dtype):
   bf = b.astype(np.float32)
   np.testing.assert_array_equal(out["CPU"], a * bf[:, 1:] + np.maximum(a, bf[:, :24]))
 
+def test_float16_loads_convert_as_vectors():
+  # a float16 operand (LLM weights) is loaded a vector at a time and converted to float32 in one instruction where the
+  # target has it (renderer.half_loads: F16C, AVX-512); contiguous, strided and gated reads, and a matvec's reduce
+  rng = np.random.default_rng(5)
+  a, h = data(rng, (4, 40), dtypes.float32), data(rng, (4, 81), dtypes.float16)
+  def fn(x, y): return x * y[:, :80:2].float() + y[:, 1:41].float().relu() + y[:, 41:].pad(((0, 0), (1, 0)))[:, :40].float()
+  (src,) = kernel_sources(fn(Tensor(a), Tensor(h)))
+  assert ("ldh_f32x" in src) == Device["CPU"].renderer.half_loads and (not Device["CPU"].renderer.half_loads or widths(src)), src
+  out = results(fn, [(a, dtypes.float32), (h, dtypes.float16)])
+  assert_all_equal(out)
+  hf = h.astype(np.float32)
+  np.testing.assert_array_equal(out["CPU"], a * hf[:, :80:2] + np.maximum(hf[:, 1:41], 0) + np.pad(hf[:, 41:], ((0, 0), (1, 0)))[:, :40])
+  w, x = data(rng, (96, 64), dtypes.float16), data(rng, (1, 64), dtypes.float32)
+  np.testing.assert_array_equal((Tensor(x) @ Tensor(w).T).numpy(), x @ w.astype(np.float32).T)
+
 @pytest.mark.parametrize("dtype", [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int64, dtypes.float16, dtypes.bfloat16])
 def test_narrow_and_wide_stores_stay_scalar_and_exact(dtype):
   # only float32 stores vectorize: a store of another dtype keeps the scalar loop, with a strided, flipped read
