@@ -230,7 +230,7 @@ def _symbolic_slice(x: Tensor, indices) -> tuple[int, UOp, int] | None:
   if len(idx) > x.ndim: raise IndexError(f"too many indices for a tensor of {x.ndim} dimension(s)")
   found = None
   for d, i in enumerate(idx):
-    if i == slice(None): continue
+    if not any(isinstance(b, UOp) for b in (i.start, i.stop, i.step)) and i.indices(x.shape[d]) == (0, x.shape[d], 1): continue  # the whole dim
     lo, hi = _var_offset(i.start), _var_offset(i.stop)
     if found is not None or i.step not in (None, 1) or lo is None or hi is None or lo[0] is None or lo[0] is not hi[0]:
       raise TypeError(f"dim {d}: a slice at a Variable must be start:start+n, with start a bound Variable (plus a constant), n a constant, step 1 "

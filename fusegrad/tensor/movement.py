@@ -68,7 +68,10 @@ class MovementMixin(TensorMixin):
   def flip(self: Tensor, axis=None, *args, dims=None) -> Tensor:
     if (axis is None) == (dims is None): raise TypeError("flip() takes the axes to flip, as `axis` (tinygrad) or `dims=` (torch), once")
     return self._moved(self.uop.flip(axis if dims is None else dims, *args))
-  def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor: return self._moved(self.uop.shrink(arg))
+  def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+    if any(a is not None and any(isinstance(b, UOp) for b in a) for a in arg):  # (pos, pos+n) at a bound Variable: a slice
+      return self[tuple(slice(None) if a is None else slice(*a) for a in arg)]
+    return self._moved(self.uop.shrink(arg))
   def pad(self: Tensor, padding, mode: str = "constant", value: float = 0.0) -> Tensor:
     """padding: one (before, after) pair per dim (None = no pad), or a flat torch-style sequence starting from the last dim.
     Negative amounts crop."""

@@ -41,6 +41,15 @@ def test_one_capture_serves_every_position():
   assert len(calls) == 2, "a new position must replay the capture, not capture again"
   np.testing.assert_array_equal(cache.numpy()[0], [[i + 1, 1] for i in range(7)] + [[0, 0]])
 
+def test_shrink_at_a_variable_is_the_same_slice():
+  cache = Tensor.zeros(2, 8, 3).contiguous().realize()
+  v = POS.bind(4)
+  cache.shrink((None, (v, v + 2), None)).assign(Tensor.ones(2, 2, 3)).realize()
+  want = np.zeros((2, 8, 3), np.float32)
+  want[:, 4:6] = 1
+  np.testing.assert_array_equal(cache.numpy(), want)
+  np.testing.assert_array_equal(Tensor(DATA).shrink(((0, 2), (v, v + 1), (0, 3))).numpy(), DATA[:, 4:5])
+
 def test_gradient_flows_through_the_read():
   x = Tensor(DATA, requires_grad=True)
   x[:, POS.bind(2):POS.bind(2) + 2].sum().backward()
