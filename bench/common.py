@@ -139,3 +139,32 @@ def run_standalone(rows_fn: Callable[..., list[Row]], **kw):
   print(env_info())
   print_table(rows_fn(**kw))
   print_problems()
+
+def time_train_steps(label: str, fg_step: Callable, torch_model, xs: list, ys: list, lr: float, steps: int, warmup: int,
+                     check_steps: int = 4) -> tuple[float, float | None]:
+  """Median ms per training step of fusegrad's `fg_step(x, y) -> loss` and of `torch_model` with torch's Adam and
+  cross-entropy on the same batches (cycled), after warm-up; the first check_steps losses must agree (PROBLEMS)."""
+  from fusegrad import Tensor
+  n = len(xs)
+  txs, tys = [Tensor(x).realize() for x in xs], [Tensor(y).realize() for y in ys]
+  fg_losses = [fg_step(txs[i % n], tys[i % n]).item() for i in range(check_steps)]  # run, capture, replays
+  def cycled(step: Callable[[int], object]) -> Callable[[], object]:  # step(0), step(1), ... on successive calls
+    it = iter(range(1 << 62))
+    return lambda: step(next(it))
+  fg_ms = statistics.median(wall_times(cycled(lambda i: fg_step(txs[i % n], tys[i % n])), steps, warmup)) * 1e3
+  if not np.all(np.isfinite(fg_losses)): PROBLEMS.append(f"{label}: non-finite fusegrad loss {fg_losses}")
+  if torch_model is None: return fg_ms, None
+  torch = get_torch()
+  topt = torch.optim.Adam(torch_model.parameters(), lr=lr)
+  torch_model.train()
+  pxs, pys = [torch.from_numpy(x) for x in xs], [torch.from_numpy(y).long() for y in ys]
+  def t_step(i: int):
+    topt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(torch_model(pxs[i % n]), pys[i % n])
+    loss.backward()
+    topt.step()
+    return loss
+  t_losses = [t_step(i).item() for i in range(check_steps)]
+  check_close(f"{label} losses, first {check_steps} steps (step 1 eager, 2 capture, 3+ JIT replay)", fg_losses, t_losses, rtol=2e-3, atol=1e-4)
+  ref_ms = statistics.median(wall_times(cycled(t_step), steps, warmup)) * 1e3
+  return fg_ms, ref_ms

@@ -8,8 +8,8 @@ warm-up (median), and, in a subprocess with an empty kernel cache (XDG_CACHE_HOM
 the model (weights realized) and to run the first training step; the first step is timed again with that cache now warm.
 
 usage: python bench/tiny_mnist.py          (python bench/tiny_mnist.py --cold: only the cold timings, as JSON)"""
-import os, sys, json, time, statistics, subprocess, tempfile
-from common import Row, check_close, get_torch, run_standalone, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
+import os, sys, json, time, subprocess, tempfile
+from common import time_train_steps, Row, get_torch, run_standalone, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Tensor, TinyJit, nn
 from fusegrad.nn import optim
@@ -92,34 +92,7 @@ def rows(steps: int = 15, warmup: int = 3) -> list[Row]:
   tm = _torch_model(torch, model) if torch is not None else None  # copy weights before fusegrad trains them
   fg_step = _fg_step(model)
 
-  txs, tys = [Tensor(x).realize() for x in xs], [Tensor(y).realize() for y in ys]
-  fg_losses = [fg_step(txs[i % NBATCH], tys[i % NBATCH]).item() for i in range(CHECK_STEPS)]  # run, capture, replays
-  for i in range(warmup): fg_step(txs[i % NBATCH], tys[i % NBATCH])
-  fg_t = []
-  for i in range(steps):
-    st = time.perf_counter(); fg_step(txs[i % NBATCH], tys[i % NBATCH]); fg_t.append(time.perf_counter() - st)
-  fg_ms = statistics.median(fg_t) * 1e3
-
-  ref_ms = None
-  if tm is not None:
-    topt = torch.optim.Adam(tm.parameters(), lr=LR)
-    tm.train()
-    pxs, pys = [torch.from_numpy(x) for x in xs], [torch.from_numpy(y).long() for y in ys]
-    def t_step(i):
-      topt.zero_grad()
-      loss = torch.nn.functional.cross_entropy(tm(pxs[i % NBATCH]), pys[i % NBATCH])
-      loss.backward()
-      topt.step()
-      return loss
-    t_losses = [t_step(i).item() for i in range(CHECK_STEPS)]
-    check_close(f"beautiful_mnist step losses, first {CHECK_STEPS} steps (step 1 eager, 2 capture, 3+ JIT replay)",
-                fg_losses, t_losses, rtol=2e-3, atol=1e-4)
-    for i in range(warmup): t_step(i)
-    t_t = []
-    for i in range(steps):
-      st = time.perf_counter(); t_step(i); t_t.append(time.perf_counter() - st)
-    ref_ms = statistics.median(t_t) * 1e3
-  if not np.all(np.isfinite(fg_losses)): PROBLEMS.append(f"beautiful_mnist step: non-finite fusegrad loss {fg_losses}")
+  fg_ms, ref_ms = time_train_steps("beautiful_mnist step", fg_step, tm, xs, ys, LR, steps, warmup, CHECK_STEPS)
   return [Row(f"beautiful_mnist train step b{BS} Adam (JIT)", fg_ms, ref_ms, "ms/step", False, "PyTorch"), *_cold_rows()]
 
 if __name__ == "__main__":
