@@ -6,7 +6,7 @@ from fusegrad.device import Device
 from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, colored
 from fusegrad.uop.ops import Ops
 from fusegrad.schedule import ScheduleItem
-from fusegrad.codegen.program import _bound, _programs, get_program  # noqa: F401  (_programs: tests clear it)
+from fusegrad.codegen.program import _bound, _programs, compile_ahead, get_program  # noqa: F401  (_programs: tests clear it)
 
 # while a TinyJit captures, every launch is recorded here as (ScheduleItem, program or None for a copy)
 _capturing: list | None = None
@@ -27,6 +27,9 @@ def run_schedule(schedule: list[ScheduleItem]):
     for i, si in enumerate(schedule):
       kind = "copy" if si.ast.src[0].op is Ops.COPY else "kernel"
       print(f"  {i:3d} {kind:6s} -> {si.bufs[0]}  inputs {list(si.bufs[1:])}" + (f"  vars {[(v.arg[0], x) for v, x in si.var_vals]}" if si.var_vals else ""))
+  if not BEAM and len(schedule) > 1:  # a cold schedule compiles its kernels in parallel (BEAM times them one by one)
+    kernels = [(si.device, si.ast) for si in schedule if si.ast.src[0].op is not Ops.COPY]
+    if kernels: compile_ahead(kernels, getattr(Device[kernels[0][0]], "compile_workers", 1))
   for si in schedule:
     prg = None if si.ast.src[0].op is Ops.COPY else get_program(si.device, si.ast, _beam_choice(si))
     if _capturing is not None: _capturing.append((si, prg))

@@ -236,6 +236,7 @@ class CPUDevice:
   beam_search = True  # kernel timings are real: BEAM may search optimizations by timing them
   def __init__(self, name: str):
     self.name, self.allocator, self.renderer = name, CPUAllocator(), CPURenderer(name)
+    self.compile_workers = cpu_count()  # a schedule's new kernels compile on every core at once
   def compile(self, spec: ProgramSpec) -> CPUProgram:
     path = compile_c(spec.src)
     try: return CPUProgram(spec, path)
