@@ -92,8 +92,9 @@ class CStyleRenderer(Renderer):
     return f"{'' if written else 'const '}{self.ctype(g.dtype)}* {self.pointer_qualifier} data{g.arg}"
   def extra_params(self, k: CKernel) -> list[str]: return []
   def loop_bounds(self, k: CKernel, u: UOp) -> tuple[str, str]: return "0", k.r(u.src[0])
+  def kernel_prelude(self, k: CKernel) -> str: return self.prelude
   def render_kernel(self, k: CKernel, name: str, params: list[str]) -> str:
-    return self.prelude + f"{self.kernel_prefix}{name}({', '.join(params)}) {{\n" + "\n".join(k.lines) + "\n}\n"
+    return self.kernel_prelude(k) + f"{self.kernel_prefix}{name}({', '.join(params)}) {{\n" + "\n".join(k.lines) + "\n}\n"
   def render_loop(self, k: CKernel, u: UOp) -> bool:
     """Render RANGE u some special way (then the loop body is done too and True is returned), or return False."""
     return False
@@ -134,10 +135,16 @@ class CKernel:
   def new_name(self, prefix: str = "v") -> str:
     self.counter += 1
     return f"{prefix}{self.counter - 1}"
-  def range_name(self, u: UOp) -> str:
+  def open_loop(self, u: UOp, lo: str, hi: str) -> str:
+    """`for (...) {` over RANGE u from lo to hi; returns the loop variable's name."""
     # numbered by appearance: the same kernel gives the same source (and hits the compile cache)
-    self.names[u] = f"ridx{sum(1 for x in self.names if x.op is Ops.RANGE)}"
-    return self.names[u]
+    self.names[u] = name = f"ridx{sum(1 for x in self.names if x.op is Ops.RANGE)}"
+    self.emit(f"for ({self.renderer.ctype(u.dtype)} {name} = {lo}; {name} < {hi}; {name}++) {{")
+    self.depth += 1
+    return name
+  def close_loop(self):
+    self.depth -= 1
+    self.emit("}")
 
   def walk(self):
     R, skip_until = self.renderer, None
@@ -168,14 +175,8 @@ def _define_global(k: CKernel, u: UOp): k.names[u] = f"data{u.arg}"
 def _define_var(k: CKernel, u: UOp):
   k.names[u] = u.arg[0]
   k.vars.append(u)
-def _range(k: CKernel, u: UOp):
-  lo, hi = k.renderer.loop_bounds(k, u)
-  name = k.range_name(u)
-  k.emit(f"for ({k.renderer.ctype(u.dtype)} {name} = {lo}; {name} < {hi}; {name}++) {{")
-  k.depth += 1
-def _endrange(k: CKernel, u: UOp):
-  k.depth -= 1
-  k.emit("}")
+def _range(k: CKernel, u: UOp): k.open_loop(u, *k.renderer.loop_bounds(k, u))
+def _endrange(k: CKernel, u: UOp): k.close_loop()
 def _store(k: CKernel, u: UOp): k.emit(f"{k.r(u.src[0])}[{k.r(u.src[1])}] = {k.r(u.src[2])};")
 def _stage(k: CKernel, u: UOp):
   k.names[u] = k.new_name("stage")
@@ -214,10 +215,9 @@ class ClangRenderer(CStyleRenderer):
   def vector_math(self) -> frozenset[Ops]: return frozenset(VECTOR_MATH) if self.vector_math_lib else frozenset()
 
   def extra_params(self, k: CKernel) -> list[str]: return ["int core_id", "int n_cores"]
-  def render_kernel(self, k: CKernel, name: str, params: list[str]) -> str:
+  def kernel_prelude(self, k: CKernel) -> str:
     widths = {w for ws in k.vloops.values() for w in ws} | set(k.vinner.values())
-    prelude = self.prelude + "".join(vector_prelude(w, bool(self.vector_math)) for w in sorted(widths))
-    return prelude + f"{self.kernel_prefix}{name}({', '.join(params)}) {{\n" + "\n".join(k.lines) + "\n}\n"
+    return self.prelude + "".join(vector_prelude(w, bool(self.vector_math)) for w in sorted(widths))
 
   def prepare(self, k: CKernel) -> None:
     uops, width = k.uops, 0 if NOOPT else self.simd_width  # NOOPT: plain scalar C
@@ -241,14 +241,11 @@ class ClangRenderer(CStyleRenderer):
       return True
     if u not in k.vinner: return False
     # a loop over vectors of lanes
-    name, w = k.range_name(u), k.vinner[u]
+    w = k.vinner[u]
     n = u.src[0].arg // w
-    lo, hi = (f"core_id*{n}ll/n_cores", f"(core_id+1)*{n}ll/n_cores") if u is k.parallel else ("0", str(n))  # threads split the vectors
-    k.emit(f"for ({self.ctype(u.dtype)} {name} = {lo}; {name} < {hi}; {name}++) {{")
-    k.depth += 1
+    name = k.open_loop(u, *((f"core_id*{n}ll/n_cores", f"(core_id+1)*{n}ll/n_cores") if u is k.parallel else ("0", str(n))))  # threads split the vectors
     VectorLoop(k, u).render_vector(f"{name}*{w}", w)
-    k.depth -= 1
-    k.emit("}")
+    k.close_loop()
     return True
 
   def render_acc(self, k: CKernel, u: UOp) -> bool:

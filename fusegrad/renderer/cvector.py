@@ -11,6 +11,7 @@ A load whose index moves by a constant step per lane is one vector load (step 1)
 any other index, or a gate that differs per lane, is gathered lane by lane. Float ops with no vector form are applied
 lane by lane, so every float32 kernel body can vectorize; other float dtypes keep the scalar loop."""
 from __future__ import annotations
+import string
 from typing import Callable
 from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import GroupOp, Ops, UOp
@@ -23,34 +24,40 @@ VECTOR_MATH = {Ops.EXP: "exp", Ops.LOG: "log", Ops.SIN: "sin", Ops.COS: "cos", O
                Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ERF: "erf"}
 MVEC_ISA = {4: "b", 8: "d", 16: "e"}
 
-# aligned(4) makes a pointer cast an unaligned load (f32xWa: an aligned one). max keeps a NaN of either side, like
+# aligned(4) makes a pointer cast an unaligned load (f32x<W>a: an aligned one). max keeps a NaN of either side, like
 # torch.maximum, and where selects, both with bitwise masks (C has no vector ?:).
-PRELUDE = """typedef float f32xW __attribute__((vector_size(B), aligned(4)));
-typedef _Float16 f16xW __attribute__((vector_size(H), aligned(2)));
-typedef float f32xWa __attribute__((vector_size(B)));
-typedef int i32xW __attribute__((vector_size(B), aligned(4)));
-static inline f32xW where_f32xW(i32xW m, f32xW a, f32xW b) { return (f32xW)(((i32xW)a & m) | ((i32xW)b & ~m)); }
-static inline f32xW max_f32xW(f32xW a, f32xW b) { return where_f32xW((a != a) | (a > b), a, b); }
-static inline f32xW fma_f32xW(f32xW a, f32xW b, f32xW c) { return FMA; }
-static inline f32xW bcast_f32xW(float x) { return (f32xW){LANES}; }
-static inline f32xW ldh_f32xW(const _Float16* p) { return HALF; }
-"""
-# float16 -> float32 on load: one instruction where the CPU has it (gcc 12 converts a generic vector lane by lane)
+PRELUDE = string.Template("""typedef float f32x$w __attribute__((vector_size($b), aligned(4)));
+typedef _Float16 f16x$w __attribute__((vector_size($h), aligned(2)));
+typedef float f32x${w}a __attribute__((vector_size($b)));
+typedef int i32x$w __attribute__((vector_size($b), aligned(4)));
+static inline f32x$w where_f32x$w(i32x$w m, f32x$w a, f32x$w b) { return (f32x$w)(((i32x$w)a & m) | ((i32x$w)b & ~m)); }
+static inline f32x$w max_f32x$w(f32x$w a, f32x$w b) { return where_f32x$w((a != a) | (a > b), a, b); }
+static inline f32x$w fma_f32x$w(f32x$w a, f32x$w b, f32x$w c) { return $fma; }
+static inline f32x$w bcast_f32x$w(float x) { return (f32x$w){$lanes}; }
+static inline f32x$w ldh_f32x$w(const _Float16* p) { return $half; }
+""")
+# One x86 instruction where the CPU has it (the kernels are built with -march=..., which defines these macros), else
+# the generic vector expression: width -> (macro, intrinsic).
+# a*b+c with one rounding (explicit, as the kernels are built with -ffp-contract=off)
+FMA = {16: ("__AVX512F__", "(f32x16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c)"),
+       8: ("__FMA__", "(f32x8)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c)"),
+       4: ("__FMA__", "(f32x4)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c)")}
+# float16 -> float32 on load (gcc 12 converts a generic vector lane by lane)
 HALF = {16: ("__AVX512F__", "(f32x16)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p))"),
         8: ("__F16C__", "(f32x8)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p))"),
         4: ("__F16C__", "(f32x4)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)p))")}
-# a*b+c with one rounding where the CPU has it (the kernels are built with -march=native, which defines these macros)
-FMA = {16: "#if defined(__AVX512F__)\n#include <immintrin.h>\n#define FMA_16(a, b, c) (f32x16)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c))\n#endif\n",
-       8: "#if defined(__FMA__)\n#include <immintrin.h>\n#define FMA_8(a, b, c) (f32x8)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c))\n#endif\n",
-       4: "#if defined(__FMA__)\n#include <immintrin.h>\n#define FMA_4(a, b, c) (f32x4)_mm_fmadd_ps((__m128)(a), (__m128)(b), (__m128)(c))\n#endif\n"}
+
+def _best(table: dict[int, tuple[str, str]], width: int, generic: str) -> str:
+  if width not in table: return generic
+  macro, intrinsic = table[width]
+  return f"\n#if defined({macro})\n  {intrinsic}\n#else\n  {generic}\n#endif\n"
 
 def _mvec(fn: str, width: int) -> str: return f"_ZGV{MVEC_ISA[width]}N{width}v_{fn}f"
 
 def prelude(width: int, math: bool) -> str:
-  fma = f"\n#ifdef FMA_{width}\n  FMA_{width}(a, b, c)\n#else\n  a*b+c\n#endif\n" if width in FMA else "a*b+c"
-  generic = f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"
-  half = f"\n#if defined({HALF[width][0]})\n  {HALF[width][1]}\n#else\n  {generic}\n#endif\n" if width in HALF else generic
-  out = FMA.get(width, "") + ("#include <immintrin.h>\n" if width in HALF and width not in FMA else "") + PRELUDE.replace("return HALF;", f"return {half};").replace("W", str(width)).replace("B", str(4 * width)).replace("H", str(2 * width)).replace("return FMA;", f"return {fma};").replace("LANES", ", ".join(["x"] * width))
+  intrinsics = "#if defined(__FMA__) || defined(__F16C__) || defined(__AVX512F__)\n#include <immintrin.h>\n#endif\n" if width in FMA else ""
+  out = intrinsics + PRELUDE.substitute(w=width, b=4 * width, h=2 * width, lanes=", ".join(["x"] * width), fma=_best(FMA, width, "a*b+c"),
+                                        half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"))
   return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
 
 def lane_stride(idx: UOp, lane: UOp) -> int | None:
