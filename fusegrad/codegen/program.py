@@ -41,8 +41,9 @@ def get_program(device: str, ast: UOp, opt=None):
 def compile_ahead(kernels: list[tuple[str, UOp]], workers: int) -> None:
   """Compile the kernels not in the cache yet (heuristic optimization) at once, `workers` compilers in parallel: the
   renderer runs here (Python), each compiler is its own process, so a schedule's cold start takes a fraction of the time."""
+  if workers < 2: return
   todo = list(dict.fromkeys(k for k in kernels if (*k, None, bool(NOOPT)) not in _programs))
-  if workers < 2 or len(todo) < 2: return
+  if len(todo) < 2: return
   specs = [_render(device, ast, None) for device, ast in todo]
   with concurrent.futures.ThreadPoolExecutor(workers) as pool:
     progs = list(pool.map(lambda ds: Device[ds[0]].compile(ds[1]), zip([d for d, _ in todo], specs)))
