@@ -8,10 +8,11 @@ import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy lo
 from common import Row, PROBLEMS, env_info, get_torch, print_problems, print_table
 import numpy as np
 from fusegrad.llm.cli import default_model
-from fusegrad.llm.generate import Generator, Sampling
+from fusegrad.llm.generate import Generator, filler_prompt
 from fusegrad.llm.model import load_gguf
 
-def prompt_ids(n: int) -> list[int]: return [1] + [(i * 7919) % 1000 + 100 for i in range(n - 1)]  # fixed, valid ids
+
+def prompt_ids(n: int) -> list[int]: return filler_prompt(n, 1)  # fixed ids, the same for every engine
 
 def copy_bandwidth() -> float:
   """GB/s of a large NumPy copy (read + write), the machine's practical memory bandwidth."""
@@ -23,20 +24,7 @@ def copy_bandwidth() -> float:
 def fusegrad_rates(path: str, n_prompt: int, n_decode: int) -> tuple[float, float, float, float]:
   """(prefill tok/s, decode tok/s, seconds to the first token, weight bytes read per decoded token)."""
   model, _ = load_gguf(path, max_context=512)
-  gen = Generator(model)
-  ids = prompt_ids(n_prompt)
-  list(gen.generate(ids, Sampling(max_tokens=3)))  # capture every step's kernels
-  gen.cached = []
-  st = time.perf_counter()
-  gen.prefill(ids)
-  prefill = time.perf_counter() - st
-  gen.cached = []
-  st = time.perf_counter()
-  first = None
-  for n, _ in enumerate(gen.generate(ids, Sampling(max_tokens=n_decode)), 1):
-    if first is None: first = time.perf_counter() - st
-  decode = time.perf_counter() - st - first
-  return n_prompt / prefill, (n - 1) / decode, first, sum(t.nbytes() for t in model.w.values())
+  return (*Generator(model).measure(prompt_ids(n_prompt), n_decode), sum(t.nbytes() for t in model.w.values()))
 
 def torch_rates(path: str, n_prompt: int, n_decode: int) -> tuple[float, float] | None:
   torch = get_torch()

