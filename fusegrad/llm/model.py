@@ -3,9 +3,9 @@ Qwen3-MoE (a mixture of experts in place of the feed-forward).
 
 RMSNorm, rotary position embedding (with LLaMA 3's frequency scaling), grouped-query attention, a SwiGLU feed-forward,
 tied or separate output embeddings. Each layer keeps a preallocated KV cache of `max_context` positions. The position
-is a Tensor value (a bound Variable inside a TinyJit), never a shape: a step writes its keys and values where
-`start_pos <= t < start_pos + T` and attends over the whole cache under a causal mask, so one compiled step serves every
-position."""
+is a bound Variable inside a TinyJit, never a shape: a step writes its keys and values into
+`cache[:, :, start_pos:start_pos+T]` (a fixed-size slice at a Variable) and attends over the whole cache under a causal
+mask, so one compiled step serves every position."""
 from __future__ import annotations
 import math
 from dataclasses import dataclass, field
@@ -94,18 +94,9 @@ def rotate(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool) -> Tensor:
   a, b = x[..., :half], x[..., half:]
   return (a * cos - b * sin).cat(b * cos + a * sin, dim=-1)
 
-def write_cache(cache: Tensor, new: Tensor, start: Tensor) -> Tensor:
-  """cache (B, H, L, hd) with positions start .. start+T-1 replaced by new (B, H, T, hd); start is a 0-d int tensor."""
-  B, H, L, D = cache.shape
-  T = new.shape[2]
-  rel = Tensor.arange(L, device=cache.device).reshape(1, 1, L, 1) - start
-  inside = (rel >= 0) & (rel < T)
-  placed = new.expand(B, H, L, D) if T == 1 else new.gather(2, rel.clip(0, T - 1).expand(B, H, L, D))
-  return inside.where(placed.cast(cache.dtype), cache)
-
 class Transformer:
-  """`model(tokens, start_pos) -> logits of the last position` (B, vocab). tokens: (B, T) int Tensor; start_pos: int,
-  bound Variable or 0-d int Tensor. The weights are a dict of Tensors by GGUF names (`blk.0.attn_q.weight`, ...)."""
+  """`model(tokens, start_pos) -> logits of the last position` (B, vocab). tokens: (B, T) int Tensor; start_pos: int or
+  bound Variable. The weights are a dict of Tensors by GGUF names (`blk.0.attn_q.weight`, ...)."""
   def __init__(self, cfg: Config, weights: dict[str, Tensor], batch: int = 1, cache_dtype=dtypes.float32):
     self.cfg, self.w = cfg, weights
     if "output.weight" not in weights: self.w["output.weight"] = weights["token_embd.weight"]  # tied embeddings
@@ -126,7 +117,7 @@ class Transformer:
     y = x @ self.w[f"{name}.weight"].T
     return y + self.w[f"{name}.bias"] if f"{name}.bias" in self.w else y
 
-  def attention(self, i: int, x: Tensor, start: Tensor, cos: Tensor, sin: Tensor, mask: Tensor) -> Tensor:
+  def attention(self, i: int, x: Tensor, start_pos, cos: Tensor, sin: Tensor, mask: Tensor) -> Tensor:
     cfg, p = self.cfg, f"blk.{i}"
     B, T, _ = x.shape
     q = self.linear(x, f"{p}.attn_q").reshape(B, T, cfg.n_heads, cfg.hd).transpose(1, 2)
@@ -134,8 +125,8 @@ class Transformer:
     v = self.linear(x, f"{p}.attn_v").reshape(B, T, cfg.n_kv_heads, cfg.hd).transpose(1, 2)
     if cfg.qk_norm: q, k = rms_norm(q, self.w[f"{p}.attn_q_norm.weight"], cfg.norm_eps), rms_norm(k, self.w[f"{p}.attn_k_norm.weight"], cfg.norm_eps)
     q, k = rotate(q, cos, sin, cfg.rope_interleaved), rotate(k, cos, sin, cfg.rope_interleaved)
-    self.cache_k[i].assign(write_cache(self.cache_k[i], k, start))
-    self.cache_v[i].assign(write_cache(self.cache_v[i], v, start))
+    self.cache_k[i][:, :, start_pos:start_pos + T].assign(k)  # at a bound Variable: one kernel for every position
+    self.cache_v[i][:, :, start_pos:start_pos + T].assign(v)
     rep, L = cfg.n_heads // cfg.n_kv_heads, cfg.max_context
     keys = self.cache_k[i].float().reshape(B, cfg.n_kv_heads, 1, L, cfg.hd).expand(B, cfg.n_kv_heads, rep, L, cfg.hd).reshape(B, cfg.n_heads, L, cfg.hd)
     vals = self.cache_v[i].float().reshape(B, cfg.n_kv_heads, 1, L, cfg.hd).expand(B, cfg.n_kv_heads, rep, L, cfg.hd).reshape(B, cfg.n_heads, L, cfg.hd)
@@ -165,13 +156,12 @@ class Transformer:
   def __call__(self, tokens: Tensor, start_pos) -> Tensor:
     cfg = self.cfg
     B, T = tokens.shape
-    start = start_pos if isinstance(start_pos, Tensor) else Tensor(start_pos, device=tokens.device)
-    positions = Tensor.arange(T, device=tokens.device) + start
+    positions = Tensor.arange(T, device=tokens.device) + Tensor(start_pos, device=tokens.device)
     cos, sin = self.cos[positions], self.sin[positions]
     mask = Tensor.arange(cfg.max_context, device=tokens.device).reshape(1, -1) <= positions.reshape(-1, 1)  # (T, L): causal over the cache
     h = self.w["token_embd.weight"][tokens].float()
     for i in range(cfg.n_layers):
-      h = h + self.attention(i, rms_norm(h, self.w[f"blk.{i}.attn_norm.weight"], cfg.norm_eps), start, cos, sin, mask)
+      h = h + self.attention(i, rms_norm(h, self.w[f"blk.{i}.attn_norm.weight"], cfg.norm_eps), start_pos, cos, sin, mask)
       h = h + self.feed_forward(i, rms_norm(h, self.w[f"blk.{i}.ffn_norm.weight"], cfg.norm_eps))
     last = rms_norm(h[:, -1, :], self.w["output_norm.weight"], cfg.norm_eps)
     return self.linear(last, "output").float()

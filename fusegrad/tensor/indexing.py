@@ -281,7 +281,8 @@ class IndexingMixin(TensorMixin):
     shape = self.shape[:d] + (n,) + self.shape[d + 1:]
     v = v._broadcast_to(shape) if v.shape != shape else v
     src, inside = _positions(self, d, start, n)
-    placed = v.gather(d, src.expand(*self.shape[:d], self.shape[d], *self.shape[d + 1:]))
+    # one position: every position would read the same one, so a broadcast serves (no gather)
+    placed = v._broadcast_to(self.shape) if n == 1 else v.gather(d, src.expand(*self.shape[:d], self.shape[d], *self.shape[d + 1:]))
     return inside.where(placed, self)
   def _getitem(self: Tensor, indices) -> Tensor:
     ix = _parse_index(self, indices)
