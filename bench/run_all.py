@@ -28,4 +28,6 @@ def main(names: list[str]):
   return 1 if any("crashed" in p for p in PROBLEMS) else 0
 
 if __name__ == "__main__":
+  if unknown := [n for n in sys.argv[1:] if n not in SUITE]:
+    sys.exit(f"unknown benchmark {', '.join(unknown)}; {__doc__.splitlines()[2]}")
   sys.exit(main(sys.argv[1:]))

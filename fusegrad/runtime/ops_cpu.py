@@ -1,10 +1,11 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
-import _ctypes, concurrent.futures, contextlib, ctypes, functools, hashlib, os, platform, shutil, subprocess, sys, tempfile
+import _ctypes, contextlib, ctypes, functools, hashlib, os, platform, shutil, subprocess, sys, tempfile
 from fusegrad.helpers import CACHELEVEL, DISK_CACHE_MB, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import ClangRenderer
 from fusegrad.renderer.cvector import VECTOR_MATH
+from fusegrad.runtime.cpu_threads import load_pool, pool_source, task_wrapper
 
 # -ffp-contract=off: a value recomputed in two kernels (fusion duplicates cheap work) must round the same in both, or
 # e.g. max-pool's backward (x == max) misses; explicit FMA is used only to accumulate reductions (renderer/cvector.py)
@@ -38,8 +39,11 @@ class CPUProgram:
   def __init__(self, spec: ProgramSpec, lib_path: str):
     self.spec = spec
     self.lib = ctypes.CDLL(lib_path)
-    self.fn = getattr(self.lib, spec.name)
-    self.fn.restype = None
+    # every kernel is called through its `_task` wrapper: one signature, so the C thread pool can run its slices
+    self.task = getattr(self.lib, f"{spec.name}_task")
+    self.task.argtypes, self.task.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int], None
+    self.task_ptr = ctypes.cast(self.task, ctypes.c_void_p).value
+    self.n_globals, self.n_vars = len(spec.globals), len(spec.vars)
   def __del__(self, is_finalizing=sys.is_finalizing, dlclose=_dlclose):
     # unload the library once nothing can call it any more (the program cache evicted it and no TinyJit capture holds
     # it): each loaded kernel keeps its mappings resident. dlopen counts references, so another program from the same
@@ -50,13 +54,11 @@ class CPUProgram:
     except Exception: pass  # __del__ must not raise
   def __call__(self, mems: list, var_vals: list[int]):
     # only the buffers the kernel still reads or writes are parameters (lowering can drop an input, e.g. a zero-size one)
-    args = [ctypes.c_void_p(mems[i][1]) for i, _ in self.spec.globals] + [ctypes.c_int(v) for v in var_vals]
+    bufs = (ctypes.c_void_p * max(self.n_globals, 1))(*[mems[i][1] for i, _ in self.spec.globals])
+    vars_ = (ctypes.c_int * max(self.n_vars, 1))(*var_vals)
     n = cpu_count() if self.spec.parallel and self.spec.flops >= PARALLEL_MIN_FLOPS else 1
-    if n == 1: return self.fn(*args, 0, 1)
-    # ctypes releases the GIL during the call, so pool threads run the slices truly in parallel
-    futures = [thread_pool().submit(self.fn, *args, i, n) for i in range(1, n)]
-    self.fn(*args, 0, n)
-    for f in futures: f.result()
+    if n == 1 or thread_pool()(self.task_ptr, bufs, vars_, n) != 0:
+      for i in range(n): self.task(bufs, vars_, i, n)  # one thread, or no worker thread could be started
 
 PARALLEL_MIN_FLOPS = 1 << 16  # below this, waking threads costs more than it saves
 
@@ -64,8 +66,9 @@ PARALLEL_MIN_FLOPS = 1 << 16  # below this, waking threads costs more than it sa
 def cpu_count() -> int: return max(1, getenv("CPU_COUNT", os.cpu_count() or 1))
 
 @functools.cache
-def thread_pool() -> concurrent.futures.ThreadPoolExecutor:
-  return concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cpu_count() - 1), thread_name_prefix="fusegrad-cpu")
+def thread_pool():
+  """The C thread pool's pool_run(task, bufs, vars, n) (cpu_threads.py), compiled on first use."""
+  return load_pool(build_library(pool_source(), ["-pthread"]))
 
 def _simd_decls() -> str:
   """glibc's libmvec has vector versions of the renderer's vector math (and pow); declaring them `simd` lets the compiler
@@ -147,12 +150,15 @@ def check_compiler(cc: str, flags: tuple[str, ...]) -> None:
                          f"expected {want}): use another compiler with CC=... (e.g. CC=clang) or report the compiler version")
 
 def compile_c(src: str) -> str:
-  """Compile to a shared library cached on disk by the hash of the source, compiler and flags."""
-  cc = find_compiler()
+  """Compile a kernel to a shared library cached on disk by the hash of the source, compiler and flags."""
   libs = ["-lm"]
-  if vector_math(cc):
+  if vector_math(find_compiler()):
     src = src.replace("#include <math.h>\n", "#include <math.h>\n" + _simd_decls(), 1)
     libs = ["-lmvec", "-lm"]
+  return build_library(src, libs)
+
+def build_library(src: str, libs: list[str]) -> str:
+  cc = find_compiler()
   return _build(cc, compiler_flags(cc), src, libs)
 
 # The disk cache is bounded to DISK_CACHE_MB, least recently used files deleted first, with each file's mtime as its
@@ -238,11 +244,12 @@ class CPUDevice:
     self.name, self.allocator, self.renderer = name, CPUAllocator(), CPURenderer(name)
     self.compile_workers = cpu_count()  # a schedule's new kernels compile on every core at once
   def compile(self, spec: ProgramSpec) -> CPUProgram:
-    path = compile_c(spec.src)
+    src = spec.src + task_wrapper(spec)
+    path = compile_c(src)
     try: return CPUProgram(spec, path)
     except OSError:
       if os.path.exists(path): raise
-      return CPUProgram(spec, compile_c(spec.src))  # another process's trim deleted it between the check and the load: rebuild
+      return CPUProgram(spec, compile_c(src))  # another process's trim deleted it between the check and the load: rebuild
   def synchronize(self): pass
 
 def open_device(name: str) -> CPUDevice: return CPUDevice(name)

@@ -1,0 +1,90 @@
+"""The CPU's kernel threads: a small pthread pool in C. A kernel split across cores runs as one call into it, which wakes
+the workers, runs slice 0 itself and waits for the rest, all without the GIL. A Python thread pool cost ~80 us per
+launch (submit, GIL handoffs, futures), more than a whole decode-sized kernel: a LLaMA token is ~600 such launches.
+
+Workers spin briefly after each job, because kernels of one schedule follow each other within microseconds, then
+sleep on a condition variable so an idle process costs nothing."""
+from __future__ import annotations
+import ctypes
+from fusegrad.renderer import ProgramSpec
+
+POOL_SRC = r"""
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+typedef void (*task_fn)(void **bufs, const int *vars, int core_id, int n_cores);
+static task_fn job_fn; static void **job_bufs; static const int *job_vars; static int job_n;
+static atomic_int generation, remaining;
+static int n_workers = 0;
+static pid_t owner = 0;  /* a forked child has no workers: it starts its own */
+static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER, wake_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static void *worker(void *arg) {
+  /* the generation before the worker's first job, known when it was created (it may start after that job is posted) */
+  int id = (int)((long)arg & 0xffff), seen = (int)((long)arg >> 16);
+  for (;;) {
+    int g, spins = 0;
+    while ((g = atomic_load_explicit(&generation, memory_order_acquire)) == seen && ++spins < SPINS) relax();
+    if (g == seen) {
+      pthread_mutex_lock(&wake_mu);
+      while ((g = atomic_load_explicit(&generation, memory_order_acquire)) == seen) pthread_cond_wait(&wake, &wake_mu);
+      pthread_mutex_unlock(&wake_mu);
+    }
+    seen = g;
+    if (id < job_n) job_fn(job_bufs, job_vars, id, job_n);
+    atomic_fetch_sub_explicit(&remaining, 1, memory_order_acq_rel);
+  }
+  return 0;
+}
+
+/* Run fn(bufs, vars, i, n) for i in 0..n-1 on n threads (this one and n-1 workers); returns 0, or -1 if a worker
+   thread could not be started (the caller then runs the slices itself). */
+int pool_run(task_fn fn, void **bufs, const int *vars, int n) {
+  pthread_mutex_lock(&run_mu);
+  if (owner != getpid()) { n_workers = 0; owner = getpid(); }
+  while (n_workers < n - 1) {
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&t, &attr, worker, (void *)(((long)atomic_load(&generation) << 16) | (n_workers + 1)));
+    pthread_attr_destroy(&attr);
+    if (err) { pthread_mutex_unlock(&run_mu); return -1; }
+    n_workers++;
+  }
+  job_fn = fn; job_bufs = bufs; job_vars = vars; job_n = n;
+  atomic_store_explicit(&remaining, n_workers, memory_order_relaxed);
+  pthread_mutex_lock(&wake_mu);
+  atomic_fetch_add_explicit(&generation, 1, memory_order_release);
+  pthread_cond_broadcast(&wake);
+  pthread_mutex_unlock(&wake_mu);
+  fn(bufs, vars, 0, n);
+  while (atomic_load_explicit(&remaining, memory_order_acquire) > 0) relax();
+  pthread_mutex_unlock(&run_mu);
+  return 0;
+}
+"""
+SPINS = 20000  # ~0.1-1 ms of pause instructions: longer than the gap between a schedule's kernels
+
+def task_wrapper(spec: ProgramSpec) -> str:
+  """C for `<name>_task(bufs, vars, core_id, n_cores)`: the kernel behind one signature the pool can call."""
+  args = [f"b[{j}]" for j in range(len(spec.globals))] + [f"v[{j}]" for j in range(len(spec.vars))] + ["core_id", "n_cores"]
+  return f"\nvoid {spec.name}_task(void **b, const int *v, int core_id, int n_cores) {{ {spec.name}({', '.join(args)}); }}\n"
+
+
+def pool_source() -> str: return f"#define SPINS {SPINS}\n" + POOL_SRC
+
+def load_pool(lib_path: str):
+  """pool_run from the compiled pool library."""
+  fn = ctypes.CDLL(lib_path).pool_run
+  fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int], ctypes.c_int
+  return fn
