@@ -10,6 +10,7 @@ from fusegrad.renderer import ProgramSpec
 
 POOL_SRC = r"""
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
 typedef void (*task_fn)(void **bufs, const int *vars, int core_id, int n_cores);
@@ -68,12 +69,13 @@ int pool_run(task_fn fn, void **bufs, const int *vars, int n) {
   pthread_cond_broadcast(&wake);
   pthread_mutex_unlock(&wake_mu);
   fn(bufs, vars, 0, n);
-  while (atomic_load_explicit(&remaining, memory_order_acquire) > 0) relax();
+  /* a worker the OS has not scheduled (more busy threads than cores) gets this core after a while */
+  for (int spins = 0; atomic_load_explicit(&remaining, memory_order_acquire) > 0; spins++) if (spins < SPINS) relax(); else sched_yield();
   pthread_mutex_unlock(&run_mu);
   return 0;
 }
 """
-SPINS = 20000  # ~0.1-1 ms of pause instructions: longer than the gap between a schedule's kernels
+SPINS = 4000  # ~50-200 us of pause instructions: longer than the gap between a schedule's kernels
 
 def task_wrapper(spec: ProgramSpec) -> str:
   """C for `<name>_task(bufs, vars, core_id, n_cores)`: the kernel behind one signature the pool can call."""
