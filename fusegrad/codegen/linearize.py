@@ -10,6 +10,7 @@ from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
 from fusegrad.codegen.opt import Opt, apply_opt, choose, merge_loops, output_ranges
+from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT
 from fusegrad.renderer import Renderer
 
@@ -48,8 +49,10 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
   sink = graph_rewrite(sink, symbolic)
   if not NOOPT:
     sink = merge_loops(sink)
-    sink = apply_opt(sink, choose(sink, target) if opt is None else opt)
+    # a GPU's threads take the output loops (codegen/gpu.py); the CPU's tiling and vector opts do not apply to it
+    if not target.has_threads: sink = apply_opt(sink, choose(sink, target) if opt is None else opt)
   sink = graph_rewrite(sink, symbolic + legalize)
+  if target.has_threads: sink = to_threads(sink)
   # REDUCEs over the very same loops (the copies UPCAST makes) share one loop nest: group them, and order the graph
   # so every member's body comes before any member, so the shared loop can be placed at the first one
   groups: dict[tuple, list[UOp]] = {}

@@ -18,9 +18,11 @@ class ProgramSpec:
   mem_bytes: int = 0
   shape: tuple[int, ...] = ()
   parallel: bool = False  # the kernel takes (core_id, n_cores) and splits its outer loop
+  global_size: tuple[int, int, int] | None = None  # a GPU launch: blocks in the grid (x, y, z)
+  local_size: tuple[int, int, int] | None = None   # and threads in a block
 
 def kernel_name(uops: list[UOp]) -> tuple[str, tuple[int, ...]]:
-  sizes = tuple(u.src[0].arg for u in uops if u.op is Ops.RANGE)
+  sizes = tuple(u.arg[1] if u.op is Ops.SPECIAL else u.src[0].arg for u in uops if u.op in (Ops.RANGE, Ops.SPECIAL))
   reduce = any(u.op is Ops.DEFINE_ACC for u in uops)
   return ("r" if reduce else "E") + "_" + ("_".join(str(s) for s in sizes) or "1"), sizes
 
@@ -36,6 +38,13 @@ def estimate(uops: list[UOp]) -> tuple[int, int]:
     if u.op is Ops.DEFINE_GLOBAL: mem += max(u.dtype.size, 0) * u.dtype.itemsize
   return flops, mem
 
+def launch_size(uops: list[UOp], block: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+  """(grid, block) of a GPU launch for linear UOps: enough blocks of `block` threads (one smaller block for a small
+  kernel) to cover the thread index SPECIAL (codegen/gpu.py); a kernel without one runs on one thread."""
+  total = next((u.arg[1] for u in uops if u.op is Ops.SPECIAL), 1)
+  local = max(1, min(block, total))
+  return ((total + local - 1) // local, 1, 1), (local, 1, 1)
+
 class Renderer:
   """A target's facts and its code generator. The defaults describe a scalar target with no SIMD, threads or shared
   memory that renders every dtype (the C and Python renderers emulate half and bfloat16)."""
@@ -43,6 +52,7 @@ class Renderer:
   vector_registers: int = 0    # how many such registers: the accumulator budget of register tiling
   has_threads: bool = False    # many hardware threads run one kernel together (GPU blocks)
   has_shared: bool = False     # memory shared by those threads
+  block_size: int = 0          # threads per block of a GPU launch (has_threads)
   vector_math: frozenset[Ops] = frozenset()  # ops the target computes a whole vector of at once (exp, log, ...)
   half_loads: bool = False     # a vector of float16 converts to float32 in one instruction (x86 F16C, AVX-512, NEON)
   compile_flags: tuple[str, ...] = ()

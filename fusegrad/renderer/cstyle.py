@@ -103,6 +103,9 @@ class CStyleRenderer(Renderer):
     return False
   def prepare(self, k: CKernel) -> None:
     """Look over the whole kernel before the walk (which loops become vector code, which one threads split)."""
+  def render_special(self, k: CKernel, u: UOp) -> None:
+    """A GPU dialect's thread index SPECIAL (codegen/gpu.py); a CPU has none."""
+    raise NotImplementedError(f"{type(self).__name__} has no thread indices (SPECIAL): the kernel was lowered for a GPU")
 
   def render(self, uops: list[UOp]) -> ProgramSpec:
     k = CKernel(self, uops)
@@ -202,7 +205,7 @@ def _reduce(k: CKernel, u: UOp):
 # one rule per statement kind; every other UOp is a value (CKernel.value)
 STATEMENTS = {Ops.DEFINE_GLOBAL: _define_global, Ops.DEFINE_VAR: _define_var, Ops.CONST: lambda k, u: None, Ops.RANGE: _range,
               Ops.ENDRANGE: _endrange, Ops.STORE: _store, Ops.STAGE: _stage, Ops.DEFINE_ACC: _define_acc, Ops.ACC_UPDATE: _acc_update,
-              Ops.REDUCE: _reduce}
+              Ops.REDUCE: _reduce, Ops.SPECIAL: lambda k, u: k.renderer.render_special(k, u)}
 
 class ClangRenderer(CStyleRenderer):
   """C for a CPU: loops whose values are float32 become SIMD vector code (renderer/cvector.py), and the outermost

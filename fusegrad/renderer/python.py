@@ -3,22 +3,25 @@ from __future__ import annotations
 import struct
 from fusegrad.dtype import dtypes, truncate, bf16_to_float, float_to_bf16
 from fusegrad.uop.ops import GroupOp, Ops, UOp, exec_alu
-from fusegrad.renderer import ProgramSpec, Renderer, estimate, kernel_name
+from fusegrad.renderer import ProgramSpec, Renderer, estimate, kernel_name, launch_size
 
 class PythonRenderer(Renderer):
   """The interpreter runs any kernel; it takes the kernel optimizer's shapes of an AVX-512 CPU (16 lanes, 32 registers),
-  so that the CPU's optimized kernels, interpreted, are checked against the CPU's compiled ones."""
+  so that the CPU's optimized kernels, interpreted, are checked against the CPU's compiled ones. With a GPU's facts
+  (`gpu`, DEV=PYTHON:CUDA) it gets the GPU lowering instead and runs each kernel once per thread of its launch."""
   simd_width, vector_registers = 16, 32
-  def render(self, uops: list[UOp]) -> ProgramSpec: return render_python(uops)
-
-def render_python(uops: list[UOp]) -> ProgramSpec:
-  name, shape = kernel_name(uops)
-  written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
-  globals_ = sorted((u.arg, u.arg in written) for u in uops if u.op is Ops.DEFINE_GLOBAL)
-  vars_ = [u for u in uops if u.op is Ops.DEFINE_VAR]
-  flops, mem = estimate(uops)
-  src = "\n".join(f"{i}: {u.op.name} {u.dtype} {u.arg if u.op is not Ops.DEFINE_ACC else ''}" for i, u in enumerate(uops))
-  return ProgramSpec(name, src, uops, globals_, vars_, flops, mem, shape)
+  def __init__(self, device: str, gpu: dict | None = None):
+    super().__init__(device)
+    for k, v in (gpu or {}).items(): setattr(self, k, v)
+  def render(self, uops: list[UOp]) -> ProgramSpec:
+    name, shape = kernel_name(uops)
+    written = {u.src[0].arg for u in uops if u.op is Ops.STORE}
+    globals_ = sorted((u.arg, u.arg in written) for u in uops if u.op is Ops.DEFINE_GLOBAL)
+    vars_ = [u for u in uops if u.op is Ops.DEFINE_VAR]
+    flops, mem = estimate(uops)
+    src = "\n".join(f"{i}: {u.op.name} {u.dtype} {u.arg if u.op is not Ops.DEFINE_ACC else ''}" for i, u in enumerate(uops))
+    grid, block = launch_size(uops, self.block_size) if self.has_threads else (None, None)
+    return ProgramSpec(name, src, uops, globals_, vars_, flops, mem, shape, global_size=grid, local_size=block)
 
 def bitcast(v, src, dst):
   sf = "H" if src == dtypes.bfloat16 else src.fmt
@@ -43,8 +46,9 @@ def to_word(v, dtype):
   if dtype == dtypes.float16: return struct.unpack("H", struct.pack("e", v))[0]
   return v
 
-def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
-  """Interpret the linear program. mems: memoryviews cast to each buffer's format, in DEFINE_GLOBAL order."""
+def run_python(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[str, int] | None = None):
+  """Interpret the linear program. mems: memoryviews cast to each buffer's format, in DEFINE_GLOBAL order; thread: the
+  value of each SPECIAL thread index, for one thread of a GPU launch."""
   slot = {u: i for i, u in enumerate(uops)}
   vals: list = [None] * len(uops)
   def get(u: UOp):
@@ -64,6 +68,9 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
     op = u.op
     if op is Ops.DEFINE_GLOBAL: vals[pc] = mems[u.arg]
     elif op is Ops.DEFINE_VAR: vals[pc] = next(var_iter)
+    elif op is Ops.SPECIAL:
+      vals[pc] = (thread or {}).get(u.arg[0], 0)
+      if vals[pc] >= u.arg[1]: return  # a thread past the last element does nothing
     elif op is Ops.RANGE:
       vals[pc] = 0
       if get(u.src[0]) <= 0: pc = ends[pc]

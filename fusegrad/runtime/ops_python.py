@@ -19,10 +19,21 @@ class PythonProgram:
         d = u.dtype.base
         # memoryview has no half or bfloat16 format: both are read as raw 16-bit words and converted per element
         views[u.arg] = memoryview(mems[u.arg]).cast("H" if d in (dtypes.bfloat16, dtypes.float16) else d.fmt)
-    run_python(self.spec.uops, views, var_vals)
+    if self.spec.global_size is None: return run_python(self.spec.uops, views, var_vals)
+    # a GPU launch, one thread at a time: block b's thread t is element b * block + t, as blockIdx/threadIdx give it
+    (blocks, _, _), (block, _, _) = self.spec.global_size, self.spec.local_size
+    for b in range(blocks):
+      for t in range(block): run_python(self.spec.uops, views, var_vals, {"gidx0": b * block + t})
 
 class PythonDevice:
-  def __init__(self, name: str): self.name, self.allocator, self.renderer = name, PythonAllocator(), PythonRenderer(name)
+  def __init__(self, name: str, gpu: bool = False):
+    """gpu (or DEV=PYTHON:CUDA): lower kernels as for CUDA (renderer/cuda.py's facts) and emulate their launch."""
+    from fusegrad.device import Device
+    if gpu or Device.renderer_override == "CUDA":
+      from fusegrad.renderer.cuda import GPU_FACTS
+      self.renderer = PythonRenderer(name, GPU_FACTS)
+    else: self.renderer = PythonRenderer(name)
+    self.name, self.allocator = name, PythonAllocator()
   def compile(self, spec: ProgramSpec) -> PythonProgram: return PythonProgram(spec)
   def synchronize(self): pass
 

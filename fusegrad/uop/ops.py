@@ -22,6 +22,8 @@ class Ops(Enum):
   DEFINE_GLOBAL = auto(); DEFINE_VAR = auto(); RANGE = auto(); REDUCE = auto(); LOAD = auto(); STORE = auto()
   # linear level
   DEFINE_ACC = auto(); ACC_UPDATE = auto(); ENDRANGE = auto(); STAGE = auto()
+  # GPU level: a hardware thread index, arg (name, count); threads at or past count do nothing (codegen/gpu.py)
+  SPECIAL = auto()
   def __repr__(self): return f"Ops.{self.name}"
   # members are singletons compared by identity, so the identity hash fits; Enum's own hashes the name in Python code,
   # and every node lookup in the hash-cons cache hashes an op
@@ -558,6 +560,7 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
   full = (dtypes.min(d), dtypes.max(d)) if (dtypes.is_int(d) or d == dtypes.bool) else (-math.inf, math.inf)
   if u.op is Ops.CONST: return (u.arg, u.arg)
   if u.op is Ops.RANGE: return (0, max(0, u.src[0].vmax - 1))
+  if u.op is Ops.SPECIAL: return (0, max(0, u.arg[1] - 1))
   if u.op is Ops.DEFINE_VAR: return u.arg[1], u.arg[2]
   if u.op is Ops.BIND: return u.src[0].vmin_vmax
   if not (dtypes.is_int(d) or d == dtypes.bool): return full

@@ -1,6 +1,6 @@
 """A schedule's new kernels are compiled in parallel before it runs (engine/realize.py, codegen/program.compile_ahead),
 with the same programs and results as one by one."""
-import threading
+import threading, time
 import numpy as np
 from fusegrad import Device, Tensor
 from fusegrad.codegen import program
@@ -11,7 +11,11 @@ def graph(x: Tensor) -> Tensor:  # several kernels: two reductions read through 
 def test_new_kernels_compile_on_several_threads(monkeypatch):
   dev = Device["CPU"]
   threads, real = set(), type(dev).compile
-  monkeypatch.setattr(type(dev), "compile", lambda self, spec: threads.add(threading.get_ident()) or real(self, spec))
+  def slow_compile(self, spec):  # a compile as slow as a cold one, so a warm disk cache cannot let one thread take all of them
+    threads.add(threading.get_ident())
+    time.sleep(0.05)
+    return real(self, spec)
+  monkeypatch.setattr(type(dev), "compile", slow_compile)
   monkeypatch.setattr(dev, "compile_workers", 2)
   program._programs.clear()
   a = np.random.default_rng(0).standard_normal((33, 17)).astype(np.float32)

@@ -72,7 +72,7 @@ def test_every_kernel_compiles_and_declares_its_buffers():
     for si in items:
       spec = Device["CPU"].renderer.render(linearize(lower_kernel(si.ast), Device["CPU"].renderer))
       prg = Device["CPU"].compile(spec)  # raises with the compiler's message if the C is invalid
-      assert prg.fn is not None and spec.name in spec.src
+      assert prg.task is not None and spec.name in spec.src
       params = re.search(rf"void {spec.name}\((.*?)\)", spec.src).group(1)
       for idx, written in spec.globals:
         decl = re.search(rf"([\w\s]*?)\*\s*restrict data{idx}\b", params)

@@ -30,4 +30,4 @@ def test_cpu_without_a_compiler_says_so(monkeypatch):
   assert "no C compiler" in Device.status()["CPU"] and "CPU" not in Device.get_available_devices()
 
 def test_unknown_device_lists_the_real_ones():
-  with pytest.raises(ValueError, match="available: CPU, DISK, NULL, PYTHON"): Device["NOPE"]
+  with pytest.raises(ValueError, match="available: CPU, CUDA, DISK, NULL, PYTHON"): Device["NOPE"]

@@ -1,0 +1,60 @@
+"""CUDA figures for test/cuda_check.sh: fp32 and fp16 matmul 4096 TFLOP/s and the beautiful_mnist training step (b128,
+Adam, TinyJit), fusegrad on CUDA beside PyTorch on the same GPU when torch with CUDA is installed.
+
+usage: python bench/cuda.py"""
+import statistics, time
+import numpy as np
+from fusegrad import Device, Tensor, TinyJit, dtypes
+from fusegrad.nn import optim
+from fusegrad.nn.state import get_parameters
+from tiny_mnist import BS, Model
+
+def _torch_cuda():
+  try: import torch
+  except ImportError: return None
+  return torch if torch.cuda.is_available() else None
+
+def _median_s(fn, reps: int = 10, sync=lambda: None) -> float:
+  fn(); sync()
+  times = []
+  for _ in range(reps):
+    st = time.perf_counter(); fn(); sync()
+    times.append(time.perf_counter() - st)
+  return statistics.median(times)
+
+def matmul_rows(torch) -> list[str]:
+  n, rows = 4096, []
+  for name, dt in (("fp32", dtypes.float32), ("fp16", dtypes.float16)):
+    a, b = Tensor.rand(n, n, device="CUDA").cast(dt).realize(), Tensor.rand(n, n, device="CUDA").cast(dt).realize()
+    mm = TinyJit(lambda a, b: (a @ b).realize())
+    fg = 2 * n ** 3 / _median_s(lambda: mm(a, b), sync=Device["CUDA"].synchronize) / 1e12
+    ref = "n/a"
+    if torch is not None:
+      ta, tb = (torch.rand(n, n, device="cuda", dtype=getattr(torch, {"fp32": "float32", "fp16": "float16"}[name])) for _ in range(2))
+      ref = f"{2 * n ** 3 / _median_s(lambda: ta @ tb, sync=torch.cuda.synchronize) / 1e12:.1f}"
+    rows.append(f"matmul {name} {n}    fusegrad {fg:8.2f} TFLOP/s   PyTorch {ref} TFLOP/s")
+  return rows
+
+def mnist_row(torch) -> str:
+  model = Model()
+  for p in get_parameters(model): p.replace(p.to("CUDA").realize())
+  opt = optim.Adam(get_parameters(model), lr=1e-3)
+  @TinyJit
+  @Tensor.train()
+  def step(x, y):
+    opt.zero_grad()
+    loss = model(x).sparse_categorical_crossentropy(y)
+    loss.backward()
+    return loss.realize(*opt.schedule_step())
+  rng = np.random.default_rng(0)
+  x = Tensor(rng.standard_normal((BS, 1, 28, 28), dtype=np.float32), device="CUDA").realize()
+  y = Tensor(rng.integers(0, 10, BS).astype(np.int32), device="CUDA").realize()
+  for _ in range(3): step(x, y)
+  fg = _median_s(lambda: step(x, y), sync=Device["CUDA"].synchronize) * 1e3
+  return f"beautiful_mnist step b{BS}   fusegrad {fg:8.2f} ms   (PyTorch: {'see torch' if torch else 'n/a'})"
+
+if __name__ == "__main__":
+  torch = _torch_cuda()
+  print(f"GPU: {Device['CUDA'].renderer.arch}; torch CUDA: {torch.cuda.get_device_name(0) if torch else 'not installed'}")
+  for row in matmul_rows(torch): print(row, flush=True)
+  print(mnist_row(torch))

@@ -1,0 +1,64 @@
+"""The GPU lowering, run without a GPU: the PYTHON device with CUDA's facts (DEV=PYTHON:CUDA) gets the kernels the CUDA
+renderer would (output loops as a thread index, codegen/gpu.py) and interprets each one once per thread of its launch,
+grid x block. The op subset of test_ops_python.py, forward and backward against PyTorch, plus launch edge cases."""
+import numpy as np
+import pytest
+import torch
+from fusegrad import Device, Tensor, Variable, dtypes
+from fusegrad.codegen import program
+from fusegrad.runtime.ops_python import PythonDevice, PythonProgram
+from .helpers import helper_test_op
+from .test_ops_python import CASES
+
+@pytest.fixture(autouse=True)
+def emulated_gpu(monkeypatch):
+  """PYTHON lowers for a GPU in these tests; its programs are compiled afresh (the cache holds the CPU-style ones)."""
+  monkeypatch.setitem(Device._opened, "PYTHON", PythonDevice("PYTHON", gpu=True))
+  monkeypatch.setattr(program, "_programs", {})
+  launches = []
+  real = PythonProgram.__call__
+  def counted(self, mems, var_vals):
+    launches.append(self.spec)
+    return real(self, mems, var_vals)
+  monkeypatch.setattr(PythonProgram, "__call__", counted)
+  yield launches
+  assert launches and all(s.global_size is not None for s in launches)  # every kernel ran as a GPU launch
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_op_on_emulated_gpu(name):
+  shapes, fn, kw = CASES[name]
+  helper_test_op(shapes, fn, device="PYTHON", **kw)
+
+MORE = {
+  "conv2d_strided_padded": ([(1, 2, 6, 5), (3, 2, 3, 3)], lambda x, w: torch.nn.functional.conv2d(x, w, stride=2, padding=1),
+                            dict(fusegrad_fxn=lambda x, w: x.conv2d(w, stride=2, padding=1), atol=1e-5)),
+  "cumsum": ([(3, 5)], lambda x: x.cumsum(1), dict(atol=1e-5)),
+  "gather": (None, lambda x, i: x.gather(1, i), dict(vals=[[[1.0, 2, 3], [4, 5, 6]], [[2, 0], [1, 1]]], dtype=[dtypes.float32, dtypes.int64])),
+  "bf16_roundtrip": ([(2, 3)], lambda x: x.bfloat16().float() * 3, dict(atol=1e-2, rtol=1e-2, forward_only=True)),
+  "int64_near_overflow": (None, lambda a: a + 1, dict(vals=[[2**62, -2**63, 2**63 - 2]], dtype=dtypes.int64)),
+}
+
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_on_emulated_gpu(name):
+  shapes, fn, kw = MORE[name]
+  helper_test_op(shapes, fn, device="PYTHON", **kw)
+
+def test_launch_covers_elements_past_one_block(emulated_gpu):
+  # 3 x 97 = 291 outputs: three blocks of 128 threads, the last one's 93 spare threads do nothing
+  x = np.random.default_rng(0).standard_normal((3, 97)).astype(np.float32)
+  np.testing.assert_allclose((Tensor(x, device="PYTHON") * 2 + 1).numpy(), x * 2 + 1, rtol=1e-6)
+  assert any(s.global_size == (3, 1, 1) and s.local_size == (128, 1, 1) for s in emulated_gpu)
+
+def test_reduce_to_one_element_runs_on_one_thread(emulated_gpu):
+  assert Tensor.arange(300, device="PYTHON").sum().item() == sum(range(300))
+  assert emulated_gpu[-1].global_size == (1, 1, 1) and emulated_gpu[-1].local_size == (1, 1, 1)
+
+def test_zero_size():
+  assert Tensor.ones(0, 3, device="PYTHON").sum(0).tolist() == [0.0, 0.0, 0.0]
+  assert (Tensor.ones(2, 0, device="PYTHON") * 2).shape == (2, 0)
+
+def test_bound_variable_reaches_the_kernel():
+  x = Tensor(np.arange(40, dtype=np.float32).reshape(4, 10), device="PYTHON").realize()
+  pos = Variable("pos", 0, 7)
+  for p in (0, 5, 7):
+    np.testing.assert_array_equal(x[:, pos.bind(p):pos.bind(p) + 3].numpy(), x.numpy()[:, p:p + 3])
