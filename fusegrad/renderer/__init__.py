@@ -39,9 +39,12 @@ def estimate(uops: list[UOp]) -> tuple[int, int]:
   return flops, mem
 
 def launch_size(uops: list[UOp], block: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-  """(grid, block) of a GPU launch for linear UOps: enough blocks of `block` threads (one smaller block for a small
-  kernel) to cover the thread index SPECIAL (codegen/gpu.py); a kernel without one runs on one thread."""
-  total = next((u.arg[1] for u in uops if u.op is Ops.SPECIAL), 1)
+  """(grid, block) of a GPU launch for linear UOps (codegen/gpu.py): one block per `bidx0` with `lidx0` threads each, or
+  enough blocks of `block` threads (one smaller block for a small kernel) to cover the global index `gidx0`; a kernel
+  with neither runs on one thread."""
+  count = {u.arg[0]: u.arg[1] for u in uops if u.op is Ops.SPECIAL}
+  if "lidx0" in count: return (count.get("bidx0", 1), 1, 1), (count["lidx0"], 1, 1)
+  total = count.get("gidx0", 1)
   local = max(1, min(block, total))
   return ((total + local - 1) // local, 1, 1), (local, 1, 1)
 

@@ -103,9 +103,12 @@ class CStyleRenderer(Renderer):
     return False
   def prepare(self, k: CKernel) -> None:
     """Look over the whole kernel before the walk (which loops become vector code, which one threads split)."""
-  def render_special(self, k: CKernel, u: UOp) -> None:
-    """A GPU dialect's thread index SPECIAL (codegen/gpu.py); a CPU has none."""
-    raise NotImplementedError(f"{type(self).__name__} has no thread indices (SPECIAL): the kernel was lowered for a GPU")
+  # a GPU dialect's thread indices, shared memory and barriers (codegen/gpu.py); a CPU has none
+  def render_special(self, k: CKernel, u: UOp) -> None: self._no_gpu(u)
+  def render_local(self, k: CKernel, u: UOp) -> None: self._no_gpu(u)
+  def render_barrier(self, k: CKernel, u: UOp) -> None: self._no_gpu(u)
+  def _no_gpu(self, u: UOp):
+    raise NotImplementedError(f"{type(self).__name__} has no thread indices, shared memory or barriers ({u.op}): the kernel was lowered for a GPU")
 
   def render(self, uops: list[UOp]) -> ProgramSpec:
     k = CKernel(self, uops)
@@ -180,7 +183,8 @@ def _define_var(k: CKernel, u: UOp):
   k.vars.append(u)
 def _range(k: CKernel, u: UOp): k.open_loop(u, *k.renderer.loop_bounds(k, u))
 def _endrange(k: CKernel, u: UOp): k.close_loop()
-def _store(k: CKernel, u: UOp): k.emit(f"{k.r(u.src[0])}[{k.r(u.src[1])}] = {k.r(u.src[2])};")
+def _store(k: CKernel, u: UOp):  # STORE(buffer, index, value[, gate])
+  k.emit(("" if len(u.src) < 4 else f"if ({k.r(u.src[3])}) ") + f"{k.r(u.src[0])}[{k.r(u.src[1])}] = {k.r(u.src[2])};")
 def _stage(k: CKernel, u: UOp):
   k.names[u] = k.new_name("stage")
   k.emit(f"{k.renderer.ctype(u.dtype)} {k.names[u]}[{u.arg}] __attribute__((aligned(64)));")
@@ -205,7 +209,8 @@ def _reduce(k: CKernel, u: UOp):
 # one rule per statement kind; every other UOp is a value (CKernel.value)
 STATEMENTS = {Ops.DEFINE_GLOBAL: _define_global, Ops.DEFINE_VAR: _define_var, Ops.CONST: lambda k, u: None, Ops.RANGE: _range,
               Ops.ENDRANGE: _endrange, Ops.STORE: _store, Ops.STAGE: _stage, Ops.DEFINE_ACC: _define_acc, Ops.ACC_UPDATE: _acc_update,
-              Ops.REDUCE: _reduce, Ops.SPECIAL: lambda k, u: k.renderer.render_special(k, u)}
+              Ops.REDUCE: _reduce, Ops.SPECIAL: lambda k, u: k.renderer.render_special(k, u),
+              Ops.DEFINE_LOCAL: lambda k, u: k.renderer.render_local(k, u), Ops.BARRIER: lambda k, u: k.renderer.render_barrier(k, u)}
 
 class ClangRenderer(CStyleRenderer):
   """C for a CPU: loops whose values are float32 become SIMD vector code (renderer/cvector.py), and the outermost

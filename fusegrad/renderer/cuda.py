@@ -25,6 +25,9 @@ __device__ inline unsigned short f32_to_bf16(float f) {
 template <class T, class F> __device__ inline T bitcast(F x) { T d; memcpy(&d, &x, sizeof(T)); return d; }
 """
 
+# SPECIAL thread indices by their first letter: global (one thread per element), block, thread in the block
+SPECIALS = {"g": "(long long)blockIdx.x * blockDim.x + threadIdx.x", "b": "blockIdx.x", "l": "threadIdx.x"}
+
 class CUDARenderer(CStyleRenderer):
   types = {**C_TYPES, dtypes.bool: "bool", dtypes.float16: "unsigned short"}
   prelude = PRELUDE
@@ -49,8 +52,14 @@ class CUDARenderer(CStyleRenderer):
 
   def render_special(self, k: CKernel, u: UOp) -> None:
     k.names[u] = name = u.arg[0]
-    k.emit(f"long long {name} = (long long)blockIdx.x * blockDim.x + threadIdx.x;")
-    k.emit(f"if ({name} >= {u.arg[1]}ll) return;")  # the last block's spare threads
+    k.emit(f"long long {name} = {SPECIALS[name[0]]};")
+    if name[0] == "g": k.emit(f"if ({name} >= {u.arg[1]}ll) return;")  # the last block's spare threads
+  def render_local(self, k: CKernel, u: UOp) -> None:
+    k.names[u] = u.arg
+    k.emit(f"__shared__ {self.ctype(u.dtype)} {u.arg}[{u.dtype.size}];")
+  def render_barrier(self, k: CKernel, u: UOp) -> None:
+    k.names[u] = k.names[u.src[0]]  # the shared memory, now holding every thread's stores
+    k.emit("__syncthreads();")
 
   def render(self, uops: list[UOp]) -> ProgramSpec:
     grid, block = launch_size(uops, self.block_size)

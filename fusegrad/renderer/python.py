@@ -46,9 +46,13 @@ def to_word(v, dtype):
   if dtype == dtypes.float16: return struct.unpack("H", struct.pack("e", v))[0]
   return v
 
-def run_python(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[str, int] | None = None):
-  """Interpret the linear program. mems: memoryviews cast to each buffer's format, in DEFINE_GLOBAL order; thread: the
-  value of each SPECIAL thread index, for one thread of a GPU launch."""
+def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
+  """Interpret the linear program. mems: memoryviews cast to each buffer's format, in DEFINE_GLOBAL order."""
+  for _ in run_thread(uops, mems, var_vals, {}, {}): raise RuntimeError("a barrier in a kernel run without a GPU launch")
+
+def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[str, int], shared: dict[str, list]):
+  """Interpret the program as one thread of a GPU launch, yielding at each barrier (so the caller runs every thread of
+  the block up to it before any goes on). thread: each SPECIAL index's value; shared: the block's shared memory."""
   slot = {u: i for i, u in enumerate(uops)}
   vals: list = [None] * len(uops)
   def get(u: UOp):
@@ -69,8 +73,12 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[st
     if op is Ops.DEFINE_GLOBAL: vals[pc] = mems[u.arg]
     elif op is Ops.DEFINE_VAR: vals[pc] = next(var_iter)
     elif op is Ops.SPECIAL:
-      vals[pc] = (thread or {}).get(u.arg[0], 0)
+      vals[pc] = thread.get(u.arg[0], 0)
       if vals[pc] >= u.arg[1]: return  # a thread past the last element does nothing
+    elif op is Ops.DEFINE_LOCAL: vals[pc] = shared.setdefault(u.arg, [0] * u.dtype.size)
+    elif op is Ops.BARRIER:
+      yield
+      vals[pc] = get(u.src[0])
     elif op is Ops.RANGE:
       vals[pc] = 0
       if get(u.src[0]) <= 0: pc = ends[pc]
@@ -80,11 +88,13 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[st
       if vals[r] < get(uops[r].src[0]): pc = r
     elif op is Ops.LOAD:
       if len(u.src) == 3 and not get(u.src[2]): vals[pc] = truncate(u.dtype, 0)
+      elif u.src[0].op is Ops.BARRIER: vals[pc] = get(u.src[0])[get(u.src[1])]  # shared memory holds Python values
       else:
         vals[pc] = from_word(get(u.src[0])[get(u.src[1])], u.dtype)
-    elif op is Ops.STORE:
-      v = get(u.src[2])
-      get(u.src[0])[get(u.src[1])] = to_word(v, u.src[2].dtype)
+    elif op is Ops.STORE:  # STORE(buffer, index, value[, gate])
+      if len(u.src) < 4 or get(u.src[3]):
+        v = get(u.src[2])
+        get(u.src[0])[get(u.src[1])] = v if u.src[0].op is Ops.DEFINE_LOCAL else to_word(v, u.src[2].dtype)
     elif op is Ops.STAGE: vals[pc] = [0] * u.arg
     elif op is Ops.DEFINE_ACC:
       vals[pc] = [get(u.src[0])] * u.arg.src[-1].src[0].arg if isinstance(u.arg.arg, tuple) else get(u.src[0])

@@ -2,7 +2,7 @@
 from __future__ import annotations
 from fusegrad.dtype import dtypes
 from fusegrad.renderer import ProgramSpec
-from fusegrad.renderer.python import PythonRenderer, run_python
+from fusegrad.renderer.python import PythonRenderer, run_python, run_thread
 
 class PythonAllocator:
   def alloc(self, nbytes: int): return bytearray(nbytes)
@@ -20,10 +20,16 @@ class PythonProgram:
         # memoryview has no half or bfloat16 format: both are read as raw 16-bit words and converted per element
         views[u.arg] = memoryview(mems[u.arg]).cast("H" if d in (dtypes.bfloat16, dtypes.float16) else d.fmt)
     if self.spec.global_size is None: return run_python(self.spec.uops, views, var_vals)
-    # a GPU launch, one thread at a time: block b's thread t is element b * block + t, as blockIdx/threadIdx give it
+    # a GPU launch, one block at a time; a block's threads run in turns from barrier to barrier (run_thread yields at
+    # each), so every one of them has stored before any reads the block's shared memory
     (blocks, _, _), (block, _, _) = self.spec.global_size, self.spec.local_size
     for b in range(blocks):
-      for t in range(block): run_python(self.spec.uops, views, var_vals, {"gidx0": b * block + t})
+      shared: dict = {}
+      threads = [run_thread(self.spec.uops, views, var_vals, {"gidx0": b * block + t, "bidx0": b, "lidx0": t}, shared) for t in range(block)]
+      while threads:
+        at_barrier = [t for t in threads if next(t, StopIteration) is not StopIteration]
+        if at_barrier and len(at_barrier) != len(threads): raise RuntimeError(f"{self.spec.name}: some threads of a block skipped a barrier")
+        threads = at_barrier
 
 class PythonDevice:
   def __init__(self, name: str, gpu: bool = False):

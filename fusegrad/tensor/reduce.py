@@ -35,6 +35,12 @@ class ReduceMixin(TensorMixin):
     if dim is not None: return self._max_min_dim(self._pick_axis(axis, dim), keepdim, True)
     self._check_nonempty("max", axis)
     return self._wrap(self.uop.max(axis, keepdim))
+  def amax(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """torch.amax: the largest values over dim (an int or a tuple; None: every dim), without indices."""
+    return self.max(None if dim is None or dim == () else dim, keepdim)
+  def amin(self: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """torch.amin: the smallest values over dim (an int or a tuple; None: every dim), without indices."""
+    return self.min(None if dim is None or dim == () else dim, keepdim)
   def min(self: Tensor, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
     if dim is not None: return self._max_min_dim(self._pick_axis(axis, dim), keepdim, False)
     self._check_nonempty("min", axis)

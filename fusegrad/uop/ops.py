@@ -22,8 +22,9 @@ class Ops(Enum):
   DEFINE_GLOBAL = auto(); DEFINE_VAR = auto(); RANGE = auto(); REDUCE = auto(); LOAD = auto(); STORE = auto()
   # linear level
   DEFINE_ACC = auto(); ACC_UPDATE = auto(); ENDRANGE = auto(); STAGE = auto()
-  # GPU level: a hardware thread index, arg (name, count); threads at or past count do nothing (codegen/gpu.py)
-  SPECIAL = auto()
+  # GPU level (codegen/gpu.py): a hardware thread index, arg (name, count), threads at or past count do nothing; a
+  # block's shared memory; a barrier (all the block's threads reach it; it stands for its memory after the stores it waits for)
+  SPECIAL = auto(); DEFINE_LOCAL = auto(); BARRIER = auto()
   def __repr__(self): return f"Ops.{self.name}"
   # members are singletons compared by identity, so the identity hash fits; Enum's own hashes the name in Python code,
   # and every node lookup in the hash-cons cache hashes an op

@@ -15,7 +15,7 @@ REDUCE_OPS = (Ops.ADD, Ops.MUL, Ops.MAX)
 # ops that only exist in one of the two graph levels
 TENSOR_ONLY = {Ops.DEVICE, Ops.BUFFER, Ops.COPY, Ops.BIND}
 KERNEL_ONLY = {Ops.DEFINE_GLOBAL, Ops.STORE}
-LOWERED = {Ops.RANGE, Ops.REDUCE, Ops.LOAD, Ops.DEFINE_ACC, Ops.ACC_UPDATE, Ops.ENDRANGE, Ops.STAGE, Ops.SPECIAL}
+LOWERED = {Ops.RANGE, Ops.REDUCE, Ops.LOAD, Ops.DEFINE_ACC, Ops.ACC_UPDATE, Ops.ENDRANGE, Ops.STAGE, Ops.SPECIAL, Ops.DEFINE_LOCAL, Ops.BARRIER}
 
 class _Fail(Exception): pass
 

@@ -7,6 +7,7 @@ import torch
 from fusegrad import Device, Tensor, Variable, dtypes
 from fusegrad.codegen import program
 from fusegrad.runtime.ops_python import PythonDevice, PythonProgram
+from fusegrad.uop.ops import Ops
 from .helpers import helper_test_op
 from .test_ops_python import CASES
 
@@ -49,9 +50,27 @@ def test_launch_covers_elements_past_one_block(emulated_gpu):
   np.testing.assert_allclose((Tensor(x, device="PYTHON") * 2 + 1).numpy(), x * 2 + 1, rtol=1e-6)
   assert any(s.global_size == (3, 1, 1) and s.local_size == (128, 1, 1) for s in emulated_gpu)
 
-def test_reduce_to_one_element_runs_on_one_thread(emulated_gpu):
-  assert Tensor.arange(300, device="PYTHON").sum().item() == sum(range(300))
-  assert emulated_gpu[-1].global_size == (1, 1, 1) and emulated_gpu[-1].local_size == (1, 1, 1)
+def test_short_reduce_runs_in_each_thread(emulated_gpu):
+  x = np.random.default_rng(1).standard_normal((300, 7)).astype(np.float32)
+  np.testing.assert_allclose(Tensor(x, device="PYTHON").sum(1).numpy(), x.sum(1), rtol=1e-5, atol=1e-5)
+  assert emulated_gpu[-1].global_size == (3, 1, 1) and not any(u.op is Ops.BARRIER for u in emulated_gpu[-1].uops)
+
+BLOCK_REDUCES = {  # few outputs, long reductions: one block per output, partials meet in shared memory
+  "sum_all": ([(300,)], lambda x: x.sum(), dict(atol=1e-4)),
+  "rows_sum_max": ([(3, 700)], lambda x: x.sum(1) + x.amax(1), dict(atol=1e-4)),
+  "two_axes": ([(2, 30, 20)], lambda x: x.sum((1, 2)), dict(atol=1e-4)),
+  "softmax_rows": ([(2, 500)], lambda x: x.softmax(-1), dict(atol=1e-6)),
+  "mean_var": ([(1000,)], lambda x: x.mean() + x.var(), dict(atol=1e-4)),
+  "int_sum": ([(3, 400)], lambda x: x.sum(1), dict(dtype=dtypes.int32, low=-1000, high=1000, forward_only=True, check_dtype=False)),
+  "half_mean": ([(600,)], lambda x: x.half().mean().float(), dict(atol=1e-3, rtol=1e-3, forward_only=True)),
+  "nan_max": (None, lambda x: x.amax(), dict(vals=[[1.0] * 150 + [float("nan")] + [2.0] * 149], forward_only=True)),
+}
+
+@pytest.mark.parametrize("name", list(BLOCK_REDUCES))
+def test_block_reduce(name, emulated_gpu):
+  shapes, fn, kw = BLOCK_REDUCES[name]
+  helper_test_op(shapes, fn, device="PYTHON", **kw)
+  assert any(s.local_size == (128, 1, 1) and any(u.op is Ops.BARRIER for u in s.uops) for s in emulated_gpu)
 
 def test_zero_size():
   assert Tensor.ones(0, 3, device="PYTHON").sum(0).tolist() == [0.0, 0.0, 0.0]

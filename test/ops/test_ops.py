@@ -607,6 +607,12 @@ class TestReduce:
     tfn = torch.amax if op == "max" else torch.amin
     helper_test_op([(4, 5, 6)], lambda x: tfn(x, dim=axis, keepdim=keepdim), lambda x: getattr(x, op)(axis, keepdim=keepdim))
 
+  @pytest.mark.parametrize("op", ["amax", "amin"])
+  @pytest.mark.parametrize("dim", [None, 0, -1, (0, 2), ()])
+  def test_amax_amin(self, op, dim):  # torch's names: dim=None or () is every dim; ties split the gradient evenly
+    helper_test_op([(3, 4, 5)], lambda x: getattr(torch, op)(x, dim=dim) + getattr(torch, op)(x, dim=dim, keepdim=True).sum(),
+                   lambda x: getattr(x, op)(dim) + getattr(x, op)(dim, keepdim=True).sum())
+
   @pytest.mark.parametrize("op", ["max", "min"])
   @pytest.mark.parametrize("dt", [dtypes.bool, i8, u8, i32, i64, f16, bf16, f64])
   def test_max_min_dtypes(self, op, dt):

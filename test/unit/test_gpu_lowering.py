@@ -34,6 +34,14 @@ def test_small_and_scalar_launches():
   spec = r.render(uops_of(Tensor.empty(5, device="PYTHON").sum(), r))
   assert (spec.global_size, spec.local_size) == ((1, 1, 1), (1, 1, 1)) and "gidx0" not in spec.src
 
+def test_long_reduce_is_a_block_reduce():
+  r = CUDARenderer("CUDA")
+  spec = r.render(uops_of(Tensor.empty(3, 1000, device="PYTHON").sum(1), r))
+  assert (spec.global_size, spec.local_size) == ((3, 1, 1), (128, 1, 1))
+  for text in ("long long bidx0 = blockIdx.x;", "long long lidx0 = threadIdx.x;", "__shared__ float smem0[128];", "__syncthreads();"):
+    assert text in spec.src
+  assert spec.src.index("smem0[lidx0] =") < spec.src.index("__syncthreads();")  # every partial is stored before the barrier
+
 def test_half_is_a_16_bit_word():
   r = CUDARenderer("CUDA")
   assert r.render_const(1.0, dtypes.float16) == "((unsigned short)15360)"
