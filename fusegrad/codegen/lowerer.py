@@ -141,7 +141,11 @@ def lower_kernel(ast: UOp) -> UOp:
   lw = Lowerer(dtypes.int64)
   stores = []
   for st in ast.src:
-    buf, val = st.src
+    buf, val, *place = st.src
     idx = tuple(lw.new_range(s) for s in val.shape)
-    stores.append(UOp(Ops.STORE, dtypes.void, (buf, flat_index(list(idx), val.shape, lw.idt), lw.lower(val, idx, None))))
+    if place:  # an in-place write of a slice: dim d's index moves by the start (a bound variable), into the target's shape
+      (d, shape), start = place[0].arg, lw.lower(place[0].src[0], (), None).cast(lw.idt)
+      at = flat_index([i + start if k == d else i for k, i in enumerate(idx)], shape, lw.idt)
+    else: at = flat_index(list(idx), val.shape, lw.idt)
+    stores.append(UOp(Ops.STORE, dtypes.void, (buf, at, lw.lower(val, idx, None))))
   return UOp(Ops.SINK, dtypes.void, tuple(stores), ast.arg)

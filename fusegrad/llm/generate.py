@@ -54,12 +54,13 @@ class Generator:
     self.model, self.chunks = model, chunks
     # a step of n tokens starts where n tokens still fit in the cache: its position's bounds say so
     self._pos = {n: Variable("start_pos", 0, model.cfg.max_context - n) for n in chunks}
-    self._steps = {n: TinyJit(lambda toks, pos: self.model(toks, pos).realize()) for n in chunks}
+    # one capture per attention length (model.attend_len): a step reads only the filled part of the cache, rounded up
+    self._steps = {n: TinyJit(lambda toks, pos, attend: self.model(toks, pos, attend).realize()) for n in chunks}
     self.cached: list[int] = []  # the tokens whose keys and values the cache holds, in order
 
   def _step(self, tokens: list[int], start: int) -> Tensor:
     if len(tokens) not in self._steps: raise ValueError(f"a step takes {' or '.join(map(str, self.chunks))} tokens")
-    return self._steps[len(tokens)](Tensor([tokens]), self._pos[len(tokens)].bind(start))
+    return self._steps[len(tokens)](Tensor([tokens]), self._pos[len(tokens)].bind(start), self.model.attend_len(start + len(tokens)))
 
   def prefill(self, tokens: list[int]) -> Tensor:
     """Fill the cache with tokens (after the prefix it already holds); the logits after the last one."""
@@ -84,7 +85,7 @@ class Generator:
   def measure(self, prompt: list[int], n_decode: int) -> tuple[float, float, float]:
     """(prefill tokens/s, decode tokens/s, seconds to the first token) of greedy generation after `prompt`, once a
     warm-up has captured every step (so compiling is not timed). Decoding is timed from the first token to the last."""
-    list(self.generate(prompt, Sampling(max_tokens=3)))
+    for _ in range(2): list(self.generate(prompt, Sampling(max_tokens=n_decode)))  # run, then capture, every step the timed run takes
     self.reset()
     st = time.perf_counter()
     self.prefill(prompt)

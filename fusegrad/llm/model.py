@@ -4,8 +4,8 @@ Qwen3-MoE (a mixture of experts in place of the feed-forward).
 RMSNorm, rotary position embedding (with LLaMA 3's frequency scaling), grouped-query attention, a SwiGLU feed-forward,
 tied or separate output embeddings. Each layer keeps a preallocated KV cache of `max_context` positions. The position
 is a bound Variable inside a TinyJit, never a shape: a step writes its keys and values into
-`cache[:, :, start_pos:start_pos+T]` (a fixed-size slice at a Variable) and attends over the whole cache under a causal
-mask, so one compiled step serves every position."""
+`cache[:, :, start_pos:start_pos+T]` (a fixed-size slice at a Variable, written in place) and attends over the first
+`attend` positions of the cache under a causal mask, so one compiled step serves every position up to `attend`."""
 from __future__ import annotations
 import math
 from dataclasses import dataclass, field
@@ -108,6 +108,11 @@ class Transformer:
     self.cache_k = [Tensor.zeros(*shape, dtype=cache_dtype, device=dev).contiguous().realize() for _ in range(cfg.n_layers)]
     self.cache_v = [Tensor.zeros(*shape, dtype=cache_dtype, device=dev).contiguous().realize() for _ in range(cfg.n_layers)]
 
+  def attend_len(self, end: int) -> int:
+    """The cache positions a step whose tokens end at position `end` (exclusive) attends over: `end` rounded up to a power
+    of two (at least 64), so a conversation passes through a few sizes, each one set of compiled kernels."""
+    return min(self.cfg.max_context, max(64, 1 << max(end - 1, 0).bit_length()))
+
   @staticmethod
   def from_gguf(path: str, max_context: int = 2048, device: str | None = None) -> Transformer: return load_gguf(path, max_context, device)[0]
   @staticmethod
@@ -118,6 +123,7 @@ class Transformer:
     return y + self.w[f"{name}.bias"] if f"{name}.bias" in self.w else y
 
   def attention(self, i: int, x: Tensor, start_pos, cos: Tensor, sin: Tensor, mask: Tensor) -> Tensor:
+    """Attends over the first mask.shape[-1] cache positions (all of them, or a bucket that covers the filled part)."""
     cfg, p = self.cfg, f"blk.{i}"
     B, T, _ = x.shape
     q = self.linear(x, f"{p}.attn_q").reshape(B, T, cfg.n_heads, cfg.hd).transpose(1, 2)
@@ -127,9 +133,9 @@ class Transformer:
     q, k = rotate(q, cos, sin, cfg.rope_interleaved), rotate(k, cos, sin, cfg.rope_interleaved)
     self.cache_k[i][:, :, start_pos:start_pos + T].assign(k)  # at a bound Variable: one kernel for every position
     self.cache_v[i][:, :, start_pos:start_pos + T].assign(v)
-    rep, L = cfg.n_heads // cfg.n_kv_heads, cfg.max_context
-    keys = self.cache_k[i].float().reshape(B, cfg.n_kv_heads, 1, L, cfg.hd).expand(B, cfg.n_kv_heads, rep, L, cfg.hd).reshape(B, cfg.n_heads, L, cfg.hd)
-    vals = self.cache_v[i].float().reshape(B, cfg.n_kv_heads, 1, L, cfg.hd).expand(B, cfg.n_kv_heads, rep, L, cfg.hd).reshape(B, cfg.n_heads, L, cfg.hd)
+    rep, L = cfg.n_heads // cfg.n_kv_heads, mask.shape[-1]
+    keys = self.cache_k[i][:, :, :L].float().reshape(B, cfg.n_kv_heads, 1, L, cfg.hd).expand(B, cfg.n_kv_heads, rep, L, cfg.hd).reshape(B, cfg.n_heads, L, cfg.hd)
+    vals = self.cache_v[i][:, :, :L].float().reshape(B, cfg.n_kv_heads, 1, L, cfg.hd).expand(B, cfg.n_kv_heads, rep, L, cfg.hd).reshape(B, cfg.n_heads, L, cfg.hd)
     scores = (q @ keys.transpose(2, 3)) * (1 / math.sqrt(cfg.hd))
     out = mask.where(scores, -math.inf).softmax(-1) @ vals
     return self.linear(out.transpose(1, 2).reshape(B, T, cfg.n_heads * cfg.hd), f"{p}.attn_output")
@@ -153,12 +159,16 @@ class Transformer:
     h = apply("ffn_gate_exps", xk).silu() * apply("ffn_up_exps", xk)
     return (apply("ffn_down_exps", h) * weight.unsqueeze(-1).cast(x.dtype)).sum(1).reshape(B, T, D)
 
-  def __call__(self, tokens: Tensor, start_pos) -> Tensor:
+  def __call__(self, tokens: Tensor, start_pos, attend: int | None = None) -> Tensor:
+    """attend: how many cache positions attention reads (default: all of them); at least the last token's position + 1.
+    Reading only the filled part (rounded up, see attend_len) keeps a short chat from paying for the whole context."""
     cfg = self.cfg
     B, T = tokens.shape
+    L = cfg.max_context if attend is None else attend
+    if not 0 < L <= cfg.max_context: raise ValueError(f"attend={attend} must be in [1, max_context={cfg.max_context}]")
     positions = Tensor.arange(T, device=tokens.device) + Tensor(start_pos, device=tokens.device)
     cos, sin = self.cos[positions], self.sin[positions]
-    mask = Tensor.arange(cfg.max_context, device=tokens.device).reshape(1, -1) <= positions.reshape(-1, 1)  # (T, L): causal over the cache
+    mask = Tensor.arange(L, device=tokens.device).reshape(1, -1) <= positions.reshape(-1, 1)  # (T, L): causal over the cache
     h = self.w["token_embd.weight"][tokens].float()
     for i in range(cfg.n_layers):
       h = h + self.attention(i, rms_norm(h, self.w[f"blk.{i}.attn_norm.weight"], cfg.norm_eps), start_pos, cos, sin, mask)

@@ -47,10 +47,11 @@ def _schedule(sink: UOp, order: list[UOp], any_realized: bool) -> tuple[list[Sch
     if buffer_view(u) is not None:  # a target that is already a whole buffer
       out_view[u] = u
       continue
-    out = new_buffer_uop(u.device, u.size, u.dtype)
+    # an in-place write's kernel writes its target's own buffer
+    out = buffer_view(u.src[0]) if u.op is Ops.ASSIGN else new_buffer_uop(u.device, u.size, u.dtype)
     si, binds = build_kernel(u, out, out_view)
     items.append(si)
     item_binds.append(binds)
     out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
-  kept = {buffer_of(out_view[t].base) for t in targets}
+  kept = {buffer_of(out_view[t].base) for t in targets} | {buffer_of(out_view[u].base) for u in out_view if u.op is Ops.ASSIGN}
   return plan_memory(items, kept), {o: out_view[t] for o, t in zip(originals, targets)}, item_binds

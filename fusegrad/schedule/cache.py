@@ -55,7 +55,7 @@ class Walk:
       if not ok: continue
       op = u.op
       # a device transfer is rare in a step and has its own item kind: not worth keying
-      if op is COPY: ok = False; continue
+      if op is COPY or op is Ops.ASSIGN: ok = False; continue  # an in-place write reuses its target's buffer: not templated
       if op is BIND:
         binds.setdefault(u, len(binds))
         ent: tuple = (op._value_, u.dtype, refs[u.src[0]])

@@ -24,7 +24,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
   their context, so x*x reads x once) and whether it is read through a broadcast. A reduce evaluated in more than
   one context, or through an expand, would redo its whole loop each time: it gets a buffer."""
   materialize: dict[UOp, None] = dict.fromkeys(targets)
-  materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY)))
+  materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN)))
   users: dict[UOp, list[UOp]] = {}
   for u in order:
     for s in u.src: users.setdefault(s, []).append(u)

@@ -8,7 +8,7 @@ from fusegrad.uop.ops import Ops, UOp
 
 @dataclass(frozen=True)
 class ScheduleItem:
-  ast: UOp               # SINK(STORE(DEFINE_GLOBAL(0), value)) or SINK(COPY)
+  ast: UOp               # SINK(STORE(DEFINE_GLOBAL(0), value[, ASSIGN placement])) or SINK(COPY)
   bufs: tuple            # Buffer objects; bufs[i] is DEFINE_GLOBAL(i)
   device: str
   var_vals: tuple = ()   # ((DEFINE_VAR, value), ...) bound for this launch
@@ -40,7 +40,10 @@ def build_kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> tuple[ScheduleIt
     elif x.op is Ops.DEVICE: continue
     else: r = x.replace(src=tuple(index[s] for s in x.src if s.op is not Ops.DEVICE))
     index[x] = r
-  value = index[u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u]
   g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)
-  ast = UOp(Ops.SINK, dtypes.void, (UOp(Ops.STORE, dtypes.void, (g0, value)),))
+  if u.op is Ops.ASSIGN:  # only value's elements are stored, at `start` along dim arg of the target's shape
+    place = UOp(Ops.ASSIGN, dtypes.void, (index[u.src[2]],), (u.arg, u.shape))
+    store = UOp(Ops.STORE, dtypes.void, (g0, index[u.src[1]], place))
+  else: store = UOp(Ops.STORE, dtypes.void, (g0, index[u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u]))
+  ast = UOp(Ops.SINK, dtypes.void, (store,))
   return ScheduleItem(ast, tuple(bufs), u.device, tuple((v, b.src[1].arg) for v, b in var_vals.items())), tuple(var_vals.values())

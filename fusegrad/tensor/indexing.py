@@ -272,7 +272,7 @@ class IndexingMixin(TensorMixin):
     rebound to the new value instead."""
     if self.requires_grad and not type(self).no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
-    if (sym := _symbolic_slice(self, indices)) is not None: return self._write(self._symbolic_value(*sym, value))
+    if (sym := _symbolic_slice(self, indices)) is not None: return self._write_slice(*sym, value)
     self._write(self._setitem_value(indices, value))
   def _symbolic_value(self: Tensor, d: int, start: UOp, n: int, value) -> Tensor:
     """self's full new value after self[..., start:start+n, ...] = value (dim d; start a bound Variable)."""

@@ -199,7 +199,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if x.device != self.device: raise TensorError(f"assign: device {x.device} does not match {self.device}")
     if (sym := getattr(self, "_symbolic_view", None)) is not None:  # x[:, pos:pos+n].assign(v) writes into x
       base, d, start, n = sym
-      base._write(base._symbolic_value(d, start, n, x))
+      base._write_slice(d, start, n, x, written=self)
       self.uop = base._symbolic_read(d, start, n).uop
       return self
     with _realize_lock:
@@ -219,6 +219,28 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     with _realize_lock:
       if self._write_through_view(value): return
       if _realize.is_capturing() or not self._write_in_place(value): self.assign(value)
+
+  def _write_slice(self, d: int, start: UOp, n: int, value, written: Tensor | None = None) -> None:
+    """self[..., start:start+n, ...] = value (dim d, start a bound Variable). When self holds a whole buffer, a kernel
+    over the n positions writes them into it (ASSIGN: a KV cache's step writes one position, not the whole cache);
+    otherwise it is any other write, of self's whole new value. `written`: the slice being assigned to (its old value
+    is not needed)."""
+    with _realize_lock:
+      if not self._assign_slice(d, start, n, value, written): self._write(self._symbolic_value(d, start, n, value))
+
+  def _assign_slice(self, d: int, start: UOp, n: int, value, written: Tensor | None) -> bool:
+    base = buffers.buffer_view(self.uop)
+    if base is None or self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or base.device.startswith("DISK") or self.requires_grad: return False
+    v = (value if isinstance(value, Tensor) else Tensor(value, device=self.device)).cast(self.dtype)
+    if v.device != self.device: raise TensorError(f"assign: device {v.device} does not match {self.device}")
+    shape = self.shape[:d] + (n,) + self.shape[d + 1:]
+    v = v._broadcast_to(shape) if v.shape != shape else v
+    # lazy values computed from the old contents are computed now (as torch would have); views see the new contents
+    readers = _reading([t for t in _live_tensors() if t is not self and t is not written and not _is_view_of(t.uop, base)], base)
+    if readers: Tensor._realize_all(*readers)
+    self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, v.uop, Tensor(start, device=self.device).uop), d)
+    _pending_assigns[id(self)] = weakref.ref(self)
+    return True
 
   def _write_through_view(self, value: Tensor) -> bool:
     """If self is a view (slice, transpose, flip, detach, ...) of data another tensor or a buffer holds, write value
@@ -317,8 +339,11 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     _pending_assigns.clear()
     items, views = create_schedule([t.uop for t in tensors])
     run_schedule(items)
-    grad_leaves = None
+    grad_leaves, written = None, []
     for t in tensors:
+      if t.uop in views and t.uop.op is Ops.ASSIGN:  # written in place: the tensor is its buffer again
+        t.uop = views[t.uop]
+        written.append(buffers.buffer_view(t.uop))
       if t.uop in views:
         old = t.uop
         buffers.mark_realized(old, views[old])
@@ -331,6 +356,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
           if grad_leaves is None: grad_leaves = {g.uop for g in _live_tensors() if g.requires_grad}
           if grad_leaves and any(u in grad_leaves for u in old.toposort(lambda u: u.op is Ops.DETACH)): continue
         t.uop = views[old]
+    for base in written: buffers.invalidate(base)  # results computed from the old contents are stale
   def realize(self, *lst: Tensor) -> Tensor:
     Tensor.realize_all(self, *lst)
     return self
@@ -420,6 +446,19 @@ def _unview(value: Tensor, chain: list[UOp]) -> tuple[Tensor, Tensor]:
       raise RuntimeError(f"unsupported operation: writing into a broadcast (expand) or sliding-window view of shape {u.shape} over "
                          f"{src}: more than one element of the written-to tensor refers to a single memory location; use .contiguous() first")
   return value, mask
+
+def _reading(tensors: list[Tensor], base: UOp) -> list[Tensor]:
+  """The tensors whose graphs read `base`, in one walk over the union of their graphs (live graphs share most of their
+  nodes: a model's activations each extend the one before, so one walk per tensor would be quadratic)."""
+  memo: dict[UOp, bool] = {base: True}
+  for t in tensors:
+    stack = [t.uop]
+    while stack:
+      u = stack[-1]
+      if u in memo: stack.pop(); continue
+      if todo := [x for x in u.src if x not in memo]: stack.extend(todo); continue
+      memo[stack.pop()] = any(memo[x] for x in u.src)
+  return [t for t in tensors if memo[t.uop]]
 
 def _is_view_of(u: UOp, base: UOp) -> bool:
   """Is u only movement ops over `base` (so it reads the buffer's current contents whenever it is evaluated)?"""

@@ -147,9 +147,16 @@ def verify_kernel(ast: UOp) -> None:
     if op is Ops.SINK and u is not ast: _err(u, "a SINK can only be the root")
     if op is Ops.STORE:
       if u not in stores: _err(u, "a STORE must be a direct source of the kernel's SINK")
-      if len(u.src) != 2 or u.src[0].op is not Ops.DEFINE_GLOBAL: _err(u, "needs (DEFINE_GLOBAL, value) sources")
-      buf, val = u.src
+      if len(u.src) not in (2, 3) or u.src[0].op is not Ops.DEFINE_GLOBAL or (len(u.src) == 3 and u.src[2].op is not Ops.ASSIGN):
+        _err(u, "needs (DEFINE_GLOBAL, value[, ASSIGN placement]) sources")
+      buf, val, *place = u.src
       if val.dtype.base != buf.dtype.base: _err(u, f"stores a {val.dtype} value into a {buf.dtype} buffer")
+      if place:  # an in-place slice write: value has the target's shape but n along dim d, inside the buffer
+        d, shape = place[0].arg
+        vs = _shape_of(val)
+        if len(vs) != len(shape) or any(a != b for i, (a, b) in enumerate(zip(vs, shape)) if i != d) or vs[d] > shape[d] or prod(shape) != buf.dtype.size:
+          _err(u, f"writes a {vs} slice along dim {d} into a buffer of shape {shape} ({buf.dtype.size} elements)")
+        return
       if prod(_shape_of(val)) != buf.dtype.size: _err(u, f"stores {prod(_shape_of(val))} elements (shape {val.shape}) into a buffer of {buf.dtype.size}")
       return
     if op is Ops.DEFINE_GLOBAL:

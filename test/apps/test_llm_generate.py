@@ -1,6 +1,7 @@
 """fusegrad.llm.generate: greedy decoding equals transformers', the cache is reused for a shared prefix, sampling options."""
 import random
 import pytest
+from fusegrad import Tensor
 from fusegrad.llm.generate import Generator, Sampling, sample
 from fusegrad.llm.model import load_hf
 
@@ -29,6 +30,19 @@ def test_greedy_matches_transformers_with_chunked_prefill(models):
   ref, model = models
   gen = Generator(model, chunks=(4, 1))  # 7 prompt tokens: one chunk of 4, then 3 single steps
   assert list(gen.generate(PROMPT, Sampling(max_tokens=8))) == greedy_reference(ref, PROMPT, 8)
+
+def test_attention_reads_the_filled_part_of_the_cache(tmp_path):
+  torch.manual_seed(2)
+  cfg = transformers.LlamaConfig(vocab_size=61, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2,
+                                 num_key_value_heads=1, max_position_embeddings=256, tie_word_embeddings=True)
+  ref = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+  ref.save_pretrained(tmp_path, safe_serialization=True)
+  model = load_hf(str(tmp_path), max_context=160)  # 64 positions, then 128, then all 160: three attention lengths
+  assert [model.attend_len(e) for e in (1, 64, 65, 128, 129, 160)] == [64, 64, 128, 128, 160, 160]
+  gen = Generator(model, chunks=(4, 1))
+  assert list(gen.generate(PROMPT, Sampling(max_tokens=130))) == greedy_reference(ref, PROMPT, 130)  # as the whole cache gives
+  assert len(gen._steps[1]._captures) == 3  # decoding ran at three attention lengths (one capture each)
+  with pytest.raises(ValueError, match="attend"): model(Tensor([[1]]), 0, 161)
 
 def test_shared_prefix_is_not_recomputed(models):
   ref, model = models

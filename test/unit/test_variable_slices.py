@@ -64,3 +64,40 @@ def test_bad_variable_slices_raise_clearly():
   with pytest.raises(TypeError, match="start:start"): x[:, v:5]             # a length that depends on the value
   with pytest.raises(TypeError, match="start:start"): x[:, v:Variable("q", 0, 6).bind(3)]
   with pytest.raises(TypeError, match="full slices"): x[0, v:v + 1]         # an int in another dim
+
+def _written_elements(t: Tensor) -> int:
+  """Elements the kernel that realizes t's pending write stores (its ASSIGN's value)."""
+  from fusegrad.schedule import create_schedule
+  items, _ = create_schedule([t.uop])
+  (store,) = items[-1].ast.src
+  return store.src[1].size
+
+def test_write_into_a_buffer_touches_only_the_slice():
+  # a KV cache's step writes its new positions in place, not a new copy of the whole cache
+  cache = Tensor.zeros(2, 50, 3).contiguous().realize()
+  buf = cache._buffer()
+  cache[:, POS.bind(3):POS.bind(3) + 2] = Tensor.ones(2, 2, 3)
+  assert _written_elements(cache) == 2 * 2 * 3
+  cache.realize()
+  assert cache._buffer() is buf
+  want = np.zeros((2, 50, 3), np.float32)
+  want[:, 3:5] = 1
+  np.testing.assert_array_equal(cache.numpy(), want)
+
+def test_values_computed_before_the_write_keep_the_old_contents():
+  cache = Tensor(DATA).contiguous().realize()
+  doubled, view = cache * 2, cache[:, 2:4]  # a lazy value (computed now, as torch would) and a view (aliases the data)
+  cache[:, POS.bind(2):POS.bind(2) + 2] = Tensor.zeros(2, 2, 3)
+  np.testing.assert_array_equal(doubled.numpy(), DATA * 2)
+  np.testing.assert_array_equal(view.numpy(), np.zeros((2, 2, 3)))
+  np.testing.assert_array_equal((cache * 1).numpy()[:, 2:4], np.zeros((2, 2, 3)))  # no stale cached result
+
+def test_jit_replays_write_the_same_buffer():
+  cache = Tensor.zeros(1, 8, 2).contiguous().realize()
+  buf = cache._buffer()
+  step = TinyJit(lambda x, p: (cache[:, p:p + 1].assign(x), cache.sum().realize())[1])
+  total = 0.0
+  for i in range(7):
+    total += i + 2
+    assert step(Tensor([[[float(i + 1), 1.0]]]), POS.bind(i)).item() == total
+    assert cache._buffer() is buf  # written in place: no second buffer swapped in and out
