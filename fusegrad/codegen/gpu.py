@@ -33,20 +33,24 @@ def to_threads(sink: UOp, block: int) -> UOp:
 def _size(reduce: UOp) -> int: return prod(r.src[0].arg for r in reduce.src[1:])
 
 def _nested(reduces: list[UOp]) -> bool:
-  """Does a reduce's body contain another reduce (its barrier would sit inside a loop)?"""
-  return any(v is not u and v.op is Ops.REDUCE for u in reduces for v in u.src[0].toposort())
+  """Does a reduce run inside another's loop (it reads that loop's index), so its barrier would sit inside a loop? A
+  reduce that only reads another's result (softmax's sum of exp(x - max)) is not nested."""
+  return any(v is not u and v.op is Ops.REDUCE and any(r in v.toposort() for r in u.src[1:]) for u in reduces for v in u.src[0].toposort())
+
+def _unflatten(flat: UOp, loops: tuple[UOp, ...] | list[UOp]) -> dict[UOp, UOp]:
+  """Each loop's index from one flat index over them (outermost first): (flat // the inner loops' sizes) % its size."""
+  out = {}
+  for i, r in enumerate(loops):
+    stride = prod(x.src[0].arg for x in loops[i + 1:])
+    v = flat // UOp.const(flat.dtype, stride) if stride > 1 else flat
+    out[r] = v % UOp.const(flat.dtype, r.src[0].arg) if i > 0 else v
+  return out
 
 def _split(sink: UOp, loops: list[UOp], name: str) -> UOp:
-  """Loop i becomes (index // product of the inner loops' sizes) % its own size, for one SPECIAL index `name`."""
+  """The output loops become one SPECIAL index `name` over all of their elements."""
   if not loops: return graph_rewrite(sink, symbolic)  # a single output element: one thread (or one block)
-  idt, sizes = loops[0].dtype, [r.src[0].arg for r in loops]
-  idx = UOp(Ops.SPECIAL, idt, (), (name, prod(sizes)))
-  sub = {}
-  for i, r in enumerate(loops):
-    stride = prod(sizes[i + 1:])
-    v = idx // UOp.const(idt, stride) if stride > 1 else idx
-    sub[r] = v % UOp.const(idt, sizes[i]) if i > 0 else v
-  return graph_rewrite(sink.substitute(sub), symbolic)
+  idx = UOp(Ops.SPECIAL, loops[0].dtype, (), (name, prod(r.src[0].arg for r in loops)))
+  return graph_rewrite(sink.substitute(_unflatten(idx, loops)), symbolic)
 
 def _group_reduces(sink: UOp, reduces: list[UOp], block: int) -> UOp:
   """Each reduce over R elements: thread t reduces elements t, t+block, ... (a loop of ceil(R/block)), stores its
@@ -61,11 +65,7 @@ def _group_reduces(sink: UOp, reduces: list[UOp], block: int) -> UOp:
     flat = outer * UOp.const(idt, block) + lid
     inside = flat < UOp.const(idt, size)
     at = inside.where(flat, UOp.const(idt, size - 1))  # past the end: read the last element (in bounds), use the identity
-    idx_of = {}
-    for i, r in enumerate(rngs):
-      stride = prod(x.src[0].arg for x in rngs[i + 1:])
-      v = at // UOp.const(idt, stride) if stride > 1 else at
-      idx_of[r] = v % UOp.const(idt, r.src[0].arg) if i > 0 else v
+    idx_of = _unflatten(at, rngs)
     identity = UOp.const(u.dtype, reduce_identity(u.arg, u.dtype))
     # an earlier reduce this one reads (softmax's max in its sum) is already replaced: reduces come in toposort order
     partial = UOp(Ops.REDUCE, u.dtype, (inside.where(u.src[0].substitute({**sub, **idx_of}), identity), outer), u.arg)
