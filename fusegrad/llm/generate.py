@@ -85,7 +85,9 @@ class Generator:
   def measure(self, prompt: list[int], n_decode: int) -> tuple[float, float, float]:
     """(prefill tokens/s, decode tokens/s, seconds to the first token) of greedy generation after `prompt`, once a
     warm-up has captured every step (so compiling is not timed). Decoding is timed from the first token to the last."""
-    for _ in range(2): list(self.generate(prompt, Sampling(max_tokens=n_decode)))  # run, then capture, every step the timed run takes
+    for _ in range(2):  # run, then capture, every step the timed runs take (from an empty cache: no prefix reuse)
+      self.reset()
+      list(self.generate(prompt, Sampling(max_tokens=n_decode)))
     self.reset()
     st = time.perf_counter()
     self.prefill(prompt)

@@ -170,9 +170,11 @@ class Transformer:
     cos, sin = self.cos[positions], self.sin[positions]
     mask = Tensor.arange(L, device=tokens.device).reshape(1, -1) <= positions.reshape(-1, 1)  # (T, L): causal over the cache
     h = self.w["token_embd.weight"][tokens].float()
+    # the residual stream gets a buffer at each add: fused, every later kernel that reads h would recompute the sum of
+    # all the layers' outputs before it (the 30th layer's norms added 60 terms per element)
     for i in range(cfg.n_layers):
-      h = h + self.attention(i, rms_norm(h, self.w[f"blk.{i}.attn_norm.weight"], cfg.norm_eps), start_pos, cos, sin, mask)
-      h = h + self.feed_forward(i, rms_norm(h, self.w[f"blk.{i}.ffn_norm.weight"], cfg.norm_eps))
+      h = (h + self.attention(i, rms_norm(h, self.w[f"blk.{i}.attn_norm.weight"], cfg.norm_eps), start_pos, cos, sin, mask)).contiguous()
+      h = (h + self.feed_forward(i, rms_norm(h, self.w[f"blk.{i}.ffn_norm.weight"], cfg.norm_eps))).contiguous()
     last = rms_norm(h[:, -1, :], self.w["output_norm.weight"], cfg.norm_eps)
     return self.linear(last, "output").float()
 

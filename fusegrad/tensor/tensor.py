@@ -235,6 +235,9 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if v.device != self.device: raise TensorError(f"assign: device {v.device} does not match {self.device}")
     shape = self.shape[:d] + (n,) + self.shape[d + 1:]
     v = v._broadcast_to(shape) if v.shape != shape else v
+    # a value read from the buffer it is written into (a shift) is computed into a buffer of its own first: the write's
+    # threads would otherwise read positions other threads have already overwritten
+    if base in v.uop.toposort(): v = v.contiguous()
     # lazy values computed from the old contents are computed now (as torch would have); views see the new contents
     readers = _reading([t for t in _live_tensors() if t is not self and t is not written and not _is_view_of(t.uop, base)], base)
     if readers: Tensor._realize_all(*readers)
