@@ -82,7 +82,6 @@ def task_wrapper(spec: ProgramSpec) -> str:
   args = [f"b[{j}]" for j in range(len(spec.globals))] + [f"v[{j}]" for j in range(len(spec.vars))] + ["core_id", "n_cores"]
   return f"\nvoid {spec.name}_task(void **b, const int *v, int core_id, int n_cores) {{ {spec.name}({', '.join(args)}); }}\n"
 
-
 def pool_source() -> str: return f"#define SPINS {SPINS}\n" + POOL_SRC
 
 def load_pool(lib_path: str):
