@@ -59,7 +59,10 @@ class Renderer:
   vector_math: frozenset[Ops] = frozenset()  # ops the target computes a whole vector of at once (exp, log, ...)
   half_loads: bool = False     # a vector of float16 converts to float32 in one instruction (x86 F16C, AVX-512, NEON)
   compile_flags: tuple[str, ...] = ()
-  def __init__(self, device: str): self.device = device
+  def __init__(self, device: str, **facts):
+    """facts: class-level facts this instance overrides (a NULL device's AVX-512 CPU, the PYTHON device's GPU)."""
+    self.device = device
+    for k, v in facts.items(): setattr(self, k, v)
   def supported_dtypes(self) -> set[DType]: return set(ALL_DTYPES)
   def render(self, uops: list[UOp]) -> ProgramSpec: raise NotImplementedError(f"{type(self).__name__} cannot render kernels")
   def __repr__(self) -> str: return f"<{type(self).__name__} {self.device}>"

@@ -216,9 +216,6 @@ class ClangRenderer(CStyleRenderer):
   """C for a CPU: loops whose values are float32 become SIMD vector code (renderer/cvector.py), and the outermost
   output loop is split across the threads that call the kernel (core_id of n_cores). simd_width 0 renders plain C."""
   vector_math_lib: bool = False  # glibc's libmvec is linked: exp/log/sin/... of a whole vector are one call
-  def __init__(self, device: str, **facts):
-    super().__init__(device)
-    for k, v in facts.items(): setattr(self, k, v)
   @property
   def vector_math(self) -> frozenset[Ops]: return frozenset(VECTOR_MATH) if self.vector_math_lib else frozenset()
 

@@ -1,5 +1,5 @@
-"""CUDA C, the C family's GPU dialect: a `__global__` kernel per program, one thread per output element
-(codegen/gpu.py lowers the output loops to the thread index SPECIAL), compiled by NVRTC with no headers. float16 and
+"""CUDA C, the C family's GPU dialect: a `__global__` kernel per program whose output loops codegen/gpu.py has
+lowered to thread indices (SPECIAL; shared memory and barriers for block reductions), compiled by NVRTC with no headers. float16 and
 bfloat16 are kept as their 16-bit words and converted with PTX instructions (half) or bit arithmetic (bfloat16), so
 the arithmetic is float32's, as on the CPU."""
 from __future__ import annotations
@@ -33,9 +33,8 @@ class CUDARenderer(CStyleRenderer):
   prelude = PRELUDE
   kernel_prefix = 'extern "C" __global__ void '
   pointer_qualifier = "__restrict__"
-  has_threads, block_size = GPU_FACTS["has_threads"], GPU_FACTS["block_size"]
   def __init__(self, device: str, arch: str = "sm_80"):
-    super().__init__(device)
+    super().__init__(device, **GPU_FACTS)
     self.arch = arch
 
   def render_const(self, v, d: DType) -> str:

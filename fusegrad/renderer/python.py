@@ -8,11 +8,8 @@ from fusegrad.renderer import ProgramSpec, Renderer, estimate, kernel_name, laun
 class PythonRenderer(Renderer):
   """The interpreter runs any kernel; it takes the kernel optimizer's shapes of an AVX-512 CPU (16 lanes, 32 registers),
   so that the CPU's optimized kernels, interpreted, are checked against the CPU's compiled ones. With a GPU's facts
-  (`gpu`, DEV=PYTHON:CUDA) it gets the GPU lowering instead and runs each kernel once per thread of its launch."""
+  (renderer/cuda.py's GPU_FACTS, DEV=PYTHON:CUDA) it gets the GPU lowering instead and runs each kernel once per thread of its launch."""
   simd_width, vector_registers = 16, 32
-  def __init__(self, device: str, gpu: dict | None = None):
-    super().__init__(device)
-    for k, v in (gpu or {}).items(): setattr(self, k, v)
   def render(self, uops: list[UOp]) -> ProgramSpec:
     name, shape = kernel_name(uops)
     written = {u.src[0].arg for u in uops if u.op is Ops.STORE}

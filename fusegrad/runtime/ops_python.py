@@ -37,7 +37,7 @@ class PythonDevice:
     from fusegrad.device import Device
     if gpu or Device.renderer_override == "CUDA":
       from fusegrad.renderer.cuda import GPU_FACTS
-      self.renderer = PythonRenderer(name, GPU_FACTS)
+      self.renderer = PythonRenderer(name, **GPU_FACTS)
     else: self.renderer = PythonRenderer(name)
     self.name, self.allocator = name, PythonAllocator()
   def compile(self, spec: ProgramSpec) -> PythonProgram: return PythonProgram(spec)

@@ -274,12 +274,14 @@ class IndexingMixin(TensorMixin):
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
     if (sym := _symbolic_slice(self, indices)) is not None: return self._write_slice(*sym, value)
     self._write(self._setitem_value(indices, value))
+  def _slice_value(self: Tensor, d: int, n: int, value) -> Tensor:
+    """value as the n positions of dim d written into self: self's dtype, broadcast to the slice's shape."""
+    v = (value if is_tensor(value) else type(self)(value, device=self.device)).cast(self.dtype)
+    shape = self.shape[:d] + (n,) + self.shape[d + 1:]
+    return v._broadcast_to(shape) if v.shape != shape else v
   def _symbolic_value(self: Tensor, d: int, start: UOp, n: int, value) -> Tensor:
     """self's full new value after self[..., start:start+n, ...] = value (dim d; start a bound Variable)."""
-    T = type(self)
-    v = (value if is_tensor(value) else T(value, device=self.device)).cast(self.dtype)
-    shape = self.shape[:d] + (n,) + self.shape[d + 1:]
-    v = v._broadcast_to(shape) if v.shape != shape else v
+    v = self._slice_value(d, n, value)
     src, inside = _positions(self, d, start, n)
     # one position: every position would read the same one, so a broadcast serves (no gather)
     placed = v._broadcast_to(self.shape) if n == 1 else v.gather(d, src.expand(*self.shape[:d], self.shape[d], *self.shape[d + 1:]))

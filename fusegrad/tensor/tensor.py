@@ -231,15 +231,13 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   def _assign_slice(self, d: int, start: UOp, n: int, value, written: Tensor | None) -> bool:
     base = buffers.buffer_view(self.uop)
     if base is None or self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or base.device.startswith("DISK") or self.requires_grad: return False
-    v = (value if isinstance(value, Tensor) else Tensor(value, device=self.device)).cast(self.dtype)
-    if v.device != self.device: raise TensorError(f"assign: device {v.device} does not match {self.device}")
-    shape = self.shape[:d] + (n,) + self.shape[d + 1:]
-    v = v._broadcast_to(shape) if v.shape != shape else v
+    if isinstance(value, Tensor) and value.device != self.device: raise TensorError(f"assign: device {value.device} does not match {self.device}")
+    v = self._slice_value(d, n, value)
     # a value read from the buffer it is written into (a shift) is computed into a buffer of its own first: the write's
     # threads would otherwise read positions other threads have already overwritten
     if base in v.uop.toposort(): v = v.contiguous()
     # lazy values computed from the old contents are computed now (as torch would have); views see the new contents
-    readers = _reading([t for t in _live_tensors() if t is not self and t is not written and not _is_view_of(t.uop, base)], base)
+    readers = _reading([t for t in _live_tensors() if t is not self and t is not written and not _is_view_of(t.uop, base)], {base})
     if readers: Tensor._realize_all(*readers)
     self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, v.uop, Tensor(start, device=self.device).uop), d)
     _pending_assigns[id(self)] = weakref.ref(self)
@@ -287,8 +285,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or (base := buffers.buffer_view(self.uop)) is None or base.device != self.device or \
        base.device.startswith("DISK"): return False
     new = value.cast(self.dtype).contiguous()
-    readers = [t for t in _live_tensors() if t is not self and not _is_view_of(t.uop, base)
-               and any(u is base or u is lazy for u in t.uop.toposort())]
+    readers = _reading([t for t in _live_tensors() if t is not self and not _is_view_of(t.uop, base)], {base, lazy})
     Tensor.realize_all(new, *readers)
     for t in readers: t.uop = v if (v := buffers.realized_view(t.uop)) is not None else t.uop  # pin each to the value computed from the old contents
     buffers.buffer_of(base).copyin(new._buffer().as_memoryview())
@@ -347,6 +344,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       if t.uop in views and t.uop.op is Ops.ASSIGN:  # written in place: the tensor is its buffer again
         t.uop = views[t.uop]
         written.append(buffers.buffer_view(t.uop))
+        continue
       if t.uop in views:
         old = t.uop
         buffers.mark_realized(old, views[old])
@@ -450,10 +448,10 @@ def _unview(value: Tensor, chain: list[UOp]) -> tuple[Tensor, Tensor]:
                          f"{src}: more than one element of the written-to tensor refers to a single memory location; use .contiguous() first")
   return value, mask
 
-def _reading(tensors: list[Tensor], base: UOp) -> list[Tensor]:
-  """The tensors whose graphs read `base`, in one walk over the union of their graphs (live graphs share most of their
-  nodes: a model's activations each extend the one before, so one walk per tensor would be quadratic)."""
-  memo: dict[UOp, bool] = {base: True}
+def _reading(tensors: list[Tensor], nodes: set[UOp]) -> list[Tensor]:
+  """The tensors whose graphs contain one of `nodes`, in one walk over the union of their graphs (live graphs share most
+  of their nodes: a model's activations each extend the one before, so one walk per tensor would be quadratic)."""
+  memo: dict[UOp, bool] = dict.fromkeys(nodes, True)
   for t in tensors:
     stack = [t.uop]
     while stack:
