@@ -140,6 +140,22 @@ def run_standalone(rows_fn: Callable[..., list[Row]], **kw):
   print_table(rows_fn(**kw))
   print_problems()
 
+def adam_jit_step(model, lr: float) -> Callable:
+  """The training step every benchmark times: TinyJit of Tensor.train() forward, sparse cross-entropy, backward and Adam,
+  the loss and the update realized in one schedule (so the forward pass is computed once)."""
+  from fusegrad import Tensor, TinyJit
+  from fusegrad.nn import optim
+  from fusegrad.nn.state import get_parameters
+  opt = optim.Adam(get_parameters(model), lr=lr)
+  @TinyJit
+  @Tensor.train()
+  def step(x: Tensor, y: Tensor) -> Tensor:
+    opt.zero_grad()
+    loss = model(x).sparse_categorical_crossentropy(y)
+    loss.backward()
+    return loss.realize(*opt.schedule_step())
+  return step
+
 def time_train_steps(label: str, fg_step: Callable, torch_model, xs: list, ys: list, lr: float, steps: int, warmup: int,
                      check_steps: int = 4) -> tuple[float, float | None]:
   """Median ms per training step of fusegrad's `fg_step(x, y) -> loss` and of `torch_model` with torch's Adam and

@@ -2,25 +2,21 @@
 Adam, TinyJit), fusegrad on CUDA beside PyTorch on the same GPU when torch with CUDA is installed.
 
 usage: python bench/cuda.py"""
-import statistics, time
+import statistics
+from common import adam_jit_step, wall_times  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Device, Tensor, TinyJit, dtypes
-from fusegrad.nn import optim
 from fusegrad.nn.state import get_parameters
-from tiny_mnist import BS, Model
+from tiny_mnist import BS, LR, Model
 
 def _torch_cuda():
   try: import torch
   except ImportError: return None
   return torch if torch.cuda.is_available() else None
 
-def _median_s(fn, reps: int = 10, sync=lambda: None) -> float:
-  fn(); sync()
-  times = []
-  for _ in range(reps):
-    st = time.perf_counter(); fn(); sync()
-    times.append(time.perf_counter() - st)
-  return statistics.median(times)
+def _median_s(fn, sync) -> float:
+  """Median wall seconds of fn with the device synchronized after it (GPU launches return before the work is done)."""
+  return statistics.median(wall_times(lambda: (fn(), sync()), 10))
 
 def matmul_rows(torch) -> list[str]:
   n, rows = 4096, []
@@ -38,14 +34,7 @@ def matmul_rows(torch) -> list[str]:
 def mnist_row(torch) -> str:
   model = Model()
   for p in get_parameters(model): p.replace(p.to("CUDA").realize())
-  opt = optim.Adam(get_parameters(model), lr=1e-3)
-  @TinyJit
-  @Tensor.train()
-  def step(x, y):
-    opt.zero_grad()
-    loss = model(x).sparse_categorical_crossentropy(y)
-    loss.backward()
-    return loss.realize(*opt.schedule_step())
+  step = adam_jit_step(model, LR)
   rng = np.random.default_rng(0)
   x = Tensor(rng.standard_normal((BS, 1, 28, 28), dtype=np.float32), device="CUDA").realize()
   y = Tensor(rng.integers(0, 10, BS).astype(np.int32), device="CUDA").realize()

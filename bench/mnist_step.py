@@ -7,11 +7,9 @@ warm-up (median).
 usage: python bench/mnist_step.py"""
 import os, sys
 import common  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
-from common import time_train_steps, Row, get_torch, run_standalone
+from common import adam_jit_step, time_train_steps, Row, get_torch, run_standalone
 import numpy as np
-from fusegrad import Tensor, TinyJit
-from fusegrad.nn import optim
-from fusegrad.nn.state import get_parameters
+from fusegrad import Tensor
 
 sys.path.insert(0, os.path.join(common.ROOT, "examples"))
 from beautiful_mnist import Model
@@ -38,18 +36,7 @@ def rows(steps: int = 15, warmup: int = 3) -> list[Row]:
   model = Model()
   torch = get_torch()
   tm = _torch_model(torch, model) if torch is not None else None  # copy weights before fusegrad trains them
-  opt = optim.Adam(get_parameters(model), lr=LR)
-
-  @TinyJit
-  @Tensor.train()
-  def fg_step(x: Tensor, y: Tensor) -> Tensor:
-    opt.zero_grad()
-    loss = model(x).sparse_categorical_crossentropy(y)
-    loss.backward()
-    # the loss and the update in one schedule, so the forward pass is computed once
-    return loss.realize(*opt.schedule_step())
-
-  fg_ms, ref_ms = time_train_steps("MNIST step", fg_step, tm, xs, ys, LR, steps, warmup, CHECK_STEPS)
+  fg_ms, ref_ms = time_train_steps("MNIST step", adam_jit_step(model, LR), tm, xs, ys, LR, steps, warmup, CHECK_STEPS)
   return [Row(f"MNIST CNN train step b{BS} Adam (JIT)", fg_ms, ref_ms, "ms/step", False, "PyTorch")]
 
 if __name__ == "__main__":

@@ -9,10 +9,9 @@ the model (weights realized) and to run the first training step; the first step 
 
 usage: python bench/tiny_mnist.py          (python bench/tiny_mnist.py --cold: only the cold timings, as JSON)"""
 import os, sys, json, time, subprocess, tempfile
-from common import time_train_steps, Row, get_torch, run_standalone, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
+from common import adam_jit_step, time_train_steps, Row, get_torch, run_standalone, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
-from fusegrad import Tensor, TinyJit, nn
-from fusegrad.nn import optim
+from fusegrad import Tensor, nn
 from fusegrad.nn.state import get_parameters
 from fusegrad.runtime.ops_cpu import cpu_count
 
@@ -44,17 +43,6 @@ def _data():
   xs = [rng.standard_normal((BS, 1, 28, 28), dtype=np.float32) for _ in range(NBATCH)]
   return xs, [rng.integers(0, 10, BS).astype(np.int32) for _ in range(NBATCH)]
 
-def _fg_step(model):
-  opt = optim.Adam(get_parameters(model), lr=LR)
-  @TinyJit
-  @Tensor.train()
-  def step(x: Tensor, y: Tensor) -> Tensor:
-    opt.zero_grad()
-    loss = model(x).sparse_categorical_crossentropy(y)
-    loss.backward()
-    return loss.realize(*opt.schedule_step())  # the loss and the update in one schedule
-  return step
-
 def cold() -> dict:
   """Seconds to build the model (weights realized) and to run its first training step, in this process."""
   xs, ys = _data()
@@ -63,7 +51,7 @@ def cold() -> dict:
   Tensor.manual_seed(0)
   model = Model()
   Tensor.realize(*get_parameters(model))
-  step = _fg_step(model)
+  step = adam_jit_step(model, LR)
   build = time.perf_counter() - st
   st = time.perf_counter()
   step(tx, ty).item()
@@ -90,9 +78,7 @@ def rows(steps: int = 15, warmup: int = 3) -> list[Row]:
   torch = get_torch()
   if torch is not None: torch.set_num_threads(cpu_count())  # the threads fusegrad runs kernels on
   tm = _torch_model(torch, model) if torch is not None else None  # copy weights before fusegrad trains them
-  fg_step = _fg_step(model)
-
-  fg_ms, ref_ms = time_train_steps("beautiful_mnist step", fg_step, tm, xs, ys, LR, steps, warmup, CHECK_STEPS)
+  fg_ms, ref_ms = time_train_steps("beautiful_mnist step", adam_jit_step(model, LR), tm, xs, ys, LR, steps, warmup, CHECK_STEPS)
   return [Row(f"beautiful_mnist train step b{BS} Adam (JIT)", fg_ms, ref_ms, "ms/step", False, "PyTorch"), *_cold_rows()]
 
 if __name__ == "__main__":
