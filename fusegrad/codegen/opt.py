@@ -128,9 +128,13 @@ def _divisors(n: int, lo: int, hi: int) -> list[int]: return [d for d in range(l
 def _analyze(sink: UOp) -> tuple[list[UOp], UOp | None, list[UOp]] | None:
   """(reduces, vectorizable output loop or None, reduces with a contiguous last loop); None if nothing applies."""
   reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
-  if not reduces or any(x.op is Ops.REDUCE for r in reduces for x in r.src[0].toposort()): return None
+  # a reduce inside another's loop is not optimized; one whose result the other only reads (a row's max before the
+  # row's sum of exp) runs before that loop, on its own
+  if not reduces or any(x.op is Ops.REDUCE and set(r.src[1:]) & set(x.toposort()) for r in reduces for x in r.src[0].toposort()): return None
   out_ranges = output_ranges(sink)
-  j = out_ranges[-1] if out_ranges else None
+  # VECTOR gives each reduce its own copy of j, so one reduce cannot read another's result
+  reads_reduce = any(x.op is Ops.REDUCE for r in reduces for x in r.src[0].toposort())
+  j = out_ranges[-1] if out_ranges and not reads_reduce else None
   lane_reduces = [r for r in reduces if _contiguous_in(r.src[0], r.src[-1])]
   # j is the vector axis if a load moves along it by 1 (and with the reduction); with no contiguous reduction worth
   # splitting either, any constant step will do (2x2 max-pool reads every other input: gathers, still a vector max)
@@ -215,7 +219,8 @@ def _lane_rows(sink: UOp, k: UOp) -> tuple[UOp | None, UOp | None]:
   """LANES' register tiling loops: rows that some load along the reduction k does not depend on, then rows that some
   load depending on the first rows does not depend on (so both kinds of load are shared)."""
   first = _upcast_range(sink, k, fallback=False)
-  if first is None: return None, None
+  # rows that no load along k depends on (the columns of a row-wise softmax's output loop) share nothing
+  if first is None or not any(first in t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.toposort())): return None, None
   loads = [t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.toposort()) and first in t]
   return first, next((r for r in reversed(output_ranges(sink)) if r is not first and any(r not in t for t in loads)), None)
 
@@ -246,7 +251,7 @@ def _vector_output(sink: UOp, j: UOp, tile: int, rows: UOp | None = None) -> UOp
   staged: dict[UOp, UOp] = {}  # the copies of a body that UPCAST made share their staged loads
   for r in (u for u in sink.toposort() if u.op is Ops.REDUCE):
     jr = jrs.setdefault(r.src[1:], _new_range(j, j.src[0].arg))
-    body = r.src[0].substitute({j: jr})
+    body = r.src[0].substitute({**mapping, j: jr})
     if rows is not None: body = _stage_loads(body, r.src[1:], jr, {o for o in output_ranges(sink) if o.arg >= rows.arg}, staged)
     mapping[r] = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:], jr), (r.arg, j))
   return sink.substitute(mapping)
@@ -279,7 +284,8 @@ def _split_lanes(sink: UOp, reduces: list[UOp], lanes: int) -> UOp:
     k = r.src[-1]
     size = k.src[0].arg
     lane, lane_red, outer = made.setdefault(r.src[1:], (_new_range(k, lanes), _new_range(k, lanes), [_new_range(k, size // lanes)] if size > lanes else []))
-    body = r.src[0].substitute({k: outer[0] * UOp.const(k.dtype, lanes) + lane_red if outer else lane_red})
+    # reduces come inner first: one whose result this body reads is already split (mapping)
+    body = r.src[0].substitute({**mapping, k: outer[0] * UOp.const(k.dtype, lanes) + lane_red if outer else lane_red})
     partial = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:-1], *outer, lane_red), (r.arg, lane))
     mapping[r] = UOp(Ops.REDUCE, r.dtype, (partial, lane), r.arg)
   return sink.substitute(mapping)

@@ -4,6 +4,7 @@ schedule cache (cache.py); on a miss decide which nodes get a buffer (fusion.py)
 fusegrad/buffers.py's, below this package."""
 from __future__ import annotations
 from fusegrad.buffers import buffer_of, buffer_view, is_realized, new_buffer_uop, realized_view
+from fusegrad.device import Device
 from fusegrad.dtype import dtypes
 from fusegrad.schedule import cache
 from fusegrad.schedule.fusion import decide_buffers
@@ -37,7 +38,7 @@ def _schedule(sink: UOp, order: list[UOp], any_realized: bool) -> tuple[list[Sch
     sink = sink.substitute({u: v for u in order if (v := realized_view(u)) is not None})
     order = sink.toposort(lambda u: u.op is Ops.BUFFER)
   targets = list(sink.src)
-  materialize = decide_buffers(order, targets)
+  materialize = decide_buffers(order, targets, _loops_in_sequence(targets))
   # build one kernel per materialized node, children first
   out_view: dict[UOp, UOp] = {}
   items: list[ScheduleItem] = []
@@ -55,3 +56,9 @@ def _schedule(sink: UOp, order: list[UOp], any_realized: bool) -> tuple[list[Sch
     out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
   kept = {buffer_of(out_view[t].base) for t in targets} | {buffer_of(out_view[u].base) for u in out_view if u.op is Ops.ASSIGN}
   return plan_memory(items, kept), {o: out_view[t] for o, t in zip(originals, targets)}, item_binds
+
+def _loops_in_sequence(targets: list[UOp]) -> bool:
+  """Do the kernels run their loops in sequence (a CPU)? Only then is a per-row value fused above a row's inner loops
+  computed once per row: each of a GPU's threads would recompute it."""
+  devices = {t.device for t in targets if isinstance(t.device, str) and not t.device.startswith("DISK")}
+  return not any(Device[d].renderer.has_threads for d in devices)

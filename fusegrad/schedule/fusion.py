@@ -1,6 +1,7 @@
 """Fusion: which nodes of a tensor graph get their own buffer (end a kernel). Everything else fuses into the kernel of
 the node that reads it: elementwise chains into the reduce that consumes them, movement ops into index math."""
 from __future__ import annotations
+from fusegrad.helpers import prod
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 
 EXPAND_COST_LIMIT = 8
@@ -18,11 +19,12 @@ def _cost(u: UOp, stop) -> int:
     stack.extend(x.src)
   return total
 
-def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
+def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True) -> dict[UOp, None]:
   """Which nodes get their own buffer. Walking users before sources, track the distinct index contexts each node
   would be evaluated in if fused (a kernel root, or a movement op's view of a context; elementwise users share
   their context, so x*x reads x once) and whether it is read through a broadcast. A reduce evaluated in more than
-  one context, or through an expand, would redo its whole loop each time: it gets a buffer."""
+  one context, or through an expand, would redo its whole loop each time: it gets a buffer, unless `rows` (a target
+  whose loops are sequential, not GPU threads) and its value is needed once per row of one kernel (_per_row)."""
   materialize: dict[UOp, None] = dict.fromkeys(targets)
   materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN)))
   users: dict[UOp, list[UOp]] = {}
@@ -46,24 +48,57 @@ def decide_buffers(order: list[UOp], targets: list[UOp]) -> dict[UOp, None]:
     # a reduce that reuses its inputs (matmul, conv: it reads through a broadcast) nested in another reduce's loop makes
     # a kernel the optimizer cannot tile (a matmul summed to a scalar ran at 1 GFLOP/s): it gets a buffer, and both
     # kernels are optimized on their own. A plain nested sum (x.sum(1).sum()) stays one kernel.
-    if u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u] or in_reduce[u] and _reads_broadcast(u, materialize)): materialize[u] = None
+    reuses = u.op is Ops.REDUCE_AXIS and _reads_broadcast(u, materialize)
+    per_row = rows and (len(ctx[u]) > 1 or expanded[u]) and not reuses and _per_row(u, users, materialize)
+    if per_row: pass  # computed once per row by the kernel that reads it
+    elif u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u] or in_reduce[u] and reuses): materialize[u] = None
     # a padded input read through sliding windows (a padded conv) is copied once, so the conv's loads need no bounds checks
     elif u.op is Ops.PAD and any(p.op is Ops.WINDOW for p in ps): materialize[u] = None
     elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
       materialize[u] = None
-    if u in materialize: ctx[u], expanded[u] = frozenset([u]), False
+    # a buffer, or a value computed once per row, is a context of its own for what it reads, and not read through a broadcast
+    if u in materialize or per_row: ctx[u], expanded[u] = frozenset([u]), False
   return materialize
 
-def _reads_broadcast(u: UOp, stop) -> bool:
-  """Does the fused work that computes u read something through an expand or sliding window (stops at buffers and materialized nodes)?"""
-  seen, stack = set(), list(u.src)
+def _per_row(u: UOp, users: dict[UOp, list[UOp]], materialize) -> bool:
+  """Is u (shape lead + trailing 1s) needed only per row of one kernel: does every path up to that kernel's root keep
+  the lead dims' index (elementwise ops, and expands, reshapes and non-reusing reduces of the trailing dims only)?
+  Then the kernel evaluates u once per row, above the row's inner loops (the linearizer hoists it), so softmax or
+  layernorm is one kernel that reads each row from memory once instead of three kernels reading it three times."""
+  lead = len(u.shape)
+  while lead and u.shape[lead - 1] == 1: lead -= 1
+  if lead == len(u.shape) or prod(u.shape[:lead]) < 2 or (u.op is Ops.REDUCE_AXIS and min(u.arg[1]) < lead): return False
+  roots: set[UOp] = set()
+  seen, stack = {u}, [u]
   while stack:
-    x = stack.pop()
+    for p in users.get(stack.pop(), []):
+      if p.op is Ops.SINK or p.shape[:lead] != u.shape[:lead]: return False
+      if p.op in GroupOp.Movement and p.op not in (Ops.EXPAND, Ops.RESHAPE) or p.op in (Ops.GATHER, Ops.COPY): return False
+      # only into streaming work: a reduction that reuses a broadcast input (a matmul) is tiled in a kernel of its own
+      if p.op is Ops.REDUCE_AXIS and (min(p.arg[1]) < lead or _reads_broadcast(p, materialize)): return False
+      if p in materialize: roots.add(p)
+      elif p not in seen: seen.add(p); stack.append(p)
+  return len(roots) == 1
+
+def _reads_broadcast(u: UOp, stop) -> bool:
+  """Does the fused work that computes u read something through an expand or sliding window (stops at buffers and
+  materialized nodes)? A constant, or a value broadcast only along u's own reduce axes (a row's max inside the row's
+  sum), is read once per row, not reused, so it does not count."""
+  per_row_axes = set(u.arg[1]) if u.op is Ops.REDUCE_AXIS else set()
+  seen, stack = set(), [(s, True) for s in u.src]
+  while stack:
+    x, same_coords = stack.pop()  # same_coords: only same-shape elementwise ops lie between u's input and x
     if x in seen or x.op is Ops.BUFFER or x in stop: continue
     seen.add(x)
-    if _expands(x): return True
-    stack.extend(x.src)
+    if _expands(x) and not _is_const(x.src[0]) and not (same_coords and x.op is Ops.EXPAND and x.shape == u.src[0].shape and
+                            all(d in per_row_axes for d, (a, b) in enumerate(zip(x.src[0].shape, x.shape)) if a != b)): return True
+    same_coords = same_coords and x.op not in GroupOp.Movement and x.op is not Ops.GATHER and x.shape == u.src[0].shape
+    stack.extend((s, same_coords) for s in x.src)
   return False
+
+def _is_const(u: UOp) -> bool:
+  while u.op in GroupOp.Movement: u = u.src[0]
+  return u.op is Ops.CONST
 
 def _expands(u: UOp) -> bool: return u.op in (Ops.EXPAND, Ops.WINDOW) and u.size > u.src[0].size
