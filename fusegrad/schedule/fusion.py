@@ -76,26 +76,38 @@ def _per_row(u: UOp, users: dict[UOp, list[UOp]], materialize) -> bool:
       if p.op is Ops.SINK or p.shape[:lead] != u.shape[:lead]: return False
       if p.op in GroupOp.Movement and p.op not in (Ops.EXPAND, Ops.RESHAPE) or p.op in (Ops.GATHER, Ops.COPY): return False
       # only into streaming work: a reduction that reuses a broadcast input (a matmul) is tiled in a kernel of its own
-      if p.op is Ops.REDUCE_AXIS and (min(p.arg[1]) < lead or _reads_broadcast(p, materialize)): return False
+      if p.op is Ops.REDUCE_AXIS and (min(p.arg[1]) < lead or _reads_broadcast(p, materialize, memory_only=True)): return False
       if p in materialize: roots.add(p)
       elif p not in seen: seen.add(p); stack.append(p)
   return len(roots) == 1
 
-def _reads_broadcast(u: UOp, stop) -> bool:
+def _reads_broadcast(u: UOp, stop, memory_only: bool = False) -> bool:
   """Does the fused work that computes u read something through an expand or sliding window (stops at buffers and
   materialized nodes)? A constant, or a value broadcast only along u's own reduce axes (a row's max inside the row's
-  sum), is read once per row, not reused, so it does not count."""
+  sum), is read once per row, not reused, so it does not count; with memory_only, neither does pure index math (a
+  class mask's arange)."""
   per_row_axes = set(u.arg[1]) if u.op is Ops.REDUCE_AXIS else set()
   seen, stack = set(), [(s, True) for s in u.src]
   while stack:
     x, same_coords = stack.pop()  # same_coords: only same-shape elementwise ops lie between u's input and x
     if x in seen or x.op is Ops.BUFFER or x in stop: continue
     seen.add(x)
-    if _expands(x) and not _is_const(x.src[0]) and not (same_coords and x.op is Ops.EXPAND and x.shape == u.src[0].shape and
+    if x.op is Ops.REDUCE_AXIS:  # another reduction is judged against its own axes
+      if _reads_broadcast(x, stop, memory_only): return True
+      continue
+    if _expands(x) and not (_reads_no_memory(x.src[0], stop) if memory_only else _is_const(x.src[0])) and not (same_coords and x.op is Ops.EXPAND and x.shape == u.src[0].shape and
                             all(d in per_row_axes for d, (a, b) in enumerate(zip(x.src[0].shape, x.shape)) if a != b)): return True
     same_coords = same_coords and x.op not in GroupOp.Movement and x.op is not Ops.GATHER and x.shape == u.src[0].shape
     stack.extend((s, same_coords) for s in x.src)
   return False
+
+def _reads_no_memory(u: UOp, stop) -> bool:
+  seen, stack = set(), [u]
+  while stack:
+    x = stack.pop()
+    if x.op is Ops.BUFFER or x in stop: return False
+    if x not in seen: seen.add(x); stack.extend(x.src)
+  return True
 
 def _is_const(u: UOp) -> bool:
   while u.op in GroupOp.Movement: u = u.src[0]
