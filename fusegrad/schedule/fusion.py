@@ -49,7 +49,8 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True) -> d
     # a kernel the optimizer cannot tile (a matmul summed to a scalar ran at 1 GFLOP/s): it gets a buffer, and both
     # kernels are optimized on their own. A plain nested sum (x.sum(1).sum()) stays one kernel.
     reuses = u.op is Ops.REDUCE_AXIS and _reads_broadcast(u, materialize)
-    per_row = rows and (len(ctx[u]) > 1 or expanded[u]) and not reuses and _per_row(u, users, materialize)
+    per_row = (rows and (len(ctx[u]) > 1 or expanded[u]) and not (u.op is Ops.REDUCE_AXIS and _reads_broadcast(u, materialize, memory_only=True))
+               and _per_row(u, users, materialize))
     if per_row: pass  # computed once per row by the kernel that reads it
     elif u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u] or in_reduce[u] and reuses): materialize[u] = None
     # a padded input read through sliding windows (a padded conv) is copied once, so the conv's loads need no bounds checks
@@ -57,8 +58,9 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True) -> d
     elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
       materialize[u] = None
-    # a buffer, or a value computed once per row, is a context of its own for what it reads, and not read through a broadcast
-    if u in materialize or per_row: ctx[u], expanded[u] = frozenset([u]), False
+    # a buffer, or a value computed once per row (above the row's loops), is a context of its own for what it reads,
+    # not read through a broadcast and not inside a reduce loop
+    if u in materialize or per_row: ctx[u], expanded[u], in_reduce[u] = frozenset([u]), False, False
   return materialize
 
 def _per_row(u: UOp, users: dict[UOp, list[UOp]], materialize) -> bool:
@@ -92,9 +94,8 @@ def _reads_broadcast(u: UOp, stop, memory_only: bool = False) -> bool:
     x, same_coords = stack.pop()  # same_coords: only same-shape elementwise ops lie between u's input and x
     if x in seen or x.op is Ops.BUFFER or x in stop: continue
     seen.add(x)
-    if x.op is Ops.REDUCE_AXIS:  # another reduction is judged against its own axes
-      if _reads_broadcast(x, stop, memory_only): return True
-      continue
+    # a reduction inside is its own loop: what it reads through a broadcast is its reuse (it then gets a buffer), not u's
+    if x.op is Ops.REDUCE_AXIS: continue
     if _expands(x) and not (_reads_no_memory(x.src[0], stop) if memory_only else _is_const(x.src[0])) and not (same_coords and x.op is Ops.EXPAND and x.shape == u.src[0].shape and
                             all(d in per_row_axes for d, (a, b) in enumerate(zip(x.src[0].shape, x.shape)) if a != b)): return True
     same_coords = same_coords and x.op not in GroupOp.Movement and x.op is not Ops.GATHER and x.shape == u.src[0].shape
