@@ -9,7 +9,7 @@ from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
-from fusegrad.codegen.opt import Opt, apply_opt, choose, merge_loops, output_ranges
+from fusegrad.codegen.opt import Opt, apply_opt, choose, merge_loops, output_ranges, share_row_values
 from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT
 from fusegrad.renderer import Renderer
@@ -50,7 +50,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
   if not NOOPT:
     sink = merge_loops(sink)
     # a GPU's threads take the output loops (codegen/gpu.py); the CPU's tiling and vector opts do not apply to it
-    if not target.has_threads: sink = apply_opt(sink, choose(sink, target) if opt is None else opt)
+    if not target.has_threads: sink = apply_opt(sink := share_row_values(sink), choose(sink, target) if opt is None else opt)
   sink = graph_rewrite(sink, symbolic + legalize)
   if target.has_threads: sink = to_threads(sink, target.block_size)
   # REDUCEs over the very same loops (the copies UPCAST makes) share one loop nest: group them, and order the graph

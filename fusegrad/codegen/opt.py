@@ -24,6 +24,7 @@ NOOPT=1 applies nothing."""
 from __future__ import annotations
 import itertools
 from dataclasses import dataclass
+from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.symbolic import _sum, _terms
 from fusegrad.helpers import prod
@@ -57,6 +58,38 @@ class Budget:
     return lanes // self.width + bin(lanes % self.width).count("1")
 MAX_STAGE = 1 << 17  # elements of one staged block: it lives on the C stack of each thread (512 KB of float32)
 _ids = itertools.count(10_000)
+
+# math worth a scratch row to compute once: an exp costs about as much as reading its input from memory
+COSTLY = {Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH, Ops.ERF, Ops.POW, Ops.SIGMOID}
+
+def share_row_values(sink: UOp) -> UOp:
+  """A costly value that two loops of a kernel compute alike, each over its own loop of the same size (softmax's row
+  kernel: exp(x - max) in the sum's loop and again in the output loop), is computed once per row into a STAGE, a
+  scratch row filled by its own loop before both, and read from it there: one exp per element instead of two."""
+  order = sink.toposort()
+  deps: dict[UOp, frozenset] = {}
+  for u in order:
+    if u.op is Ops.RANGE: deps[u] = frozenset([u])
+    elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:])
+    elif u.op is Ops.STAGE: deps[u] = (deps[u.src[0]] | deps[u.src[1]]) - frozenset(u.src[2:])
+    else: deps[u] = frozenset().union(*[deps[s] for s in u.src])
+  def hole(r: UOp) -> UOp: return UOp(Ops.RANGE, r.dtype, r.src, -1)  # any loop of r's size
+  outs = output_ranges(sink)
+  inner = set(outs[-1:]) | {r for u in order if u.op is Ops.REDUCE for r in u.src[1:]}  # loops a row's work runs in
+  groups: dict[UOp, dict[UOp, UOp]] = {}  # the value with its loop as a placeholder -> {member: its loop}
+  for u in reversed(order):  # users first: the largest shared value wins
+    if u.op not in COSTLY or u.dtype != dtypes.float32: continue
+    for r in deps[u] & inner:
+      if not deps[u] - {r} <= set(outs) - {r}: continue  # anything else it depends on must be a loop outside the row
+      if not 2 <= r.src[0].arg <= MAX_STAGE: continue
+      groups.setdefault(u.substitute({r: hole(r)}), {})[u] = r
+  for key, members in groups.items():
+    if len(set(members.values())) < 2 or not set(members) <= set(sink.toposort()): continue  # one loop, or gone into a larger stage
+    r = next(iter(members.values()))
+    f = _new_range(r, r.src[0].arg)
+    stage = UOp(Ops.STAGE, dtypes.float32, (key.substitute({hole(r): f}), f, f), f.src[0].arg)
+    sink = sink.substitute({m: UOp(Ops.LOAD, dtypes.float32, (stage, r)) for m, r in members.items()})
+  return sink
 
 def _new_range(like: UOp, size: int) -> UOp: return UOp(Ops.RANGE, like.dtype, (UOp.const(like.dtype, size),), next(_ids))
 
@@ -220,7 +253,7 @@ def _lane_rows(sink: UOp, k: UOp) -> tuple[UOp | None, UOp | None]:
   load depending on the first rows does not depend on (so both kinds of load are shared)."""
   first = _upcast_range(sink, k, fallback=False)
   # rows that no load along k depends on (the columns of a row-wise softmax's output loop) share nothing
-  if first is None or not any(first in t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.toposort())): return None, None
+  if first is None or not any(first in t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.src[1].toposort())): return None, None
   loads = [t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.toposort()) and first in t]
   return first, next((r for r in reversed(output_ranges(sink)) if r is not first and any(r not in t for t in loads)), None)
 

@@ -72,5 +72,5 @@ def lower_and_simplify(ast: UOp) -> UOp:
   from fusegrad.codegen.lowerer import lower_kernel
   from fusegrad.uop.pattern import graph_rewrite
   from fusegrad.uop.symbolic import symbolic
-  from fusegrad.codegen.opt import merge_loops
-  return merge_loops(graph_rewrite(lower_kernel(ast), symbolic))  # what linearize optimizes
+  from fusegrad.codegen.opt import merge_loops, share_row_values
+  return share_row_values(merge_loops(graph_rewrite(lower_kernel(ast), symbolic)))  # what linearize optimizes

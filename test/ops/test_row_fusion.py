@@ -118,3 +118,11 @@ def test_cross_entropy_rows_fuse_and_match_torch():
   want.backward()
   np.testing.assert_allclose(loss.numpy(), want.detach().numpy(), rtol=1e-5)
   np.testing.assert_allclose(tx.grad.numpy(), px.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+@pytest.mark.parametrize("shape", [(6, 48), (5, 7), (3, 2, 96)])
+def test_softmax_computes_each_exp_once(shape):
+  # exp(x - max) is needed by the row's sum and by the output: it is computed once into a scratch row (a STAGE)
+  from fusegrad.codegen.linearize import linearize
+  si, _ = _fused_item(ROW_OPS["softmax"][0], shape)
+  uops = linearize(lower_and_simplify(si.ast), Device[si.device].renderer)
+  assert [u.op for u in uops].count(Ops.EXP) == 1 and [u.op for u in uops].count(Ops.STAGE) == 1
