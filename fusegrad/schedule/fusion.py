@@ -45,14 +45,14 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True) -> d
     ctx[u] = frozenset(list(seen)[:2]) or frozenset([u])
     expanded[u] = any(p not in materialize and (expanded.get(p, False) or _expands(p)) for p in ps)
     in_reduce[u] = any(p.op is Ops.REDUCE_AXIS or (p not in materialize and in_reduce.get(p, False)) for p in ps)
+    shared = len(ctx[u]) > 1 or expanded[u]
+    per_row = (rows and shared and not (u.op is Ops.REDUCE_AXIS and _reads_broadcast(u, materialize, memory_only=True))
+               and _per_row(u, users, materialize))
+    if per_row: pass  # computed once per row by the kernel that reads it
     # a reduce that reuses its inputs (matmul, conv: it reads through a broadcast) nested in another reduce's loop makes
     # a kernel the optimizer cannot tile (a matmul summed to a scalar ran at 1 GFLOP/s): it gets a buffer, and both
     # kernels are optimized on their own. A plain nested sum (x.sum(1).sum()) stays one kernel.
-    reuses = u.op is Ops.REDUCE_AXIS and _reads_broadcast(u, materialize)
-    per_row = (rows and (len(ctx[u]) > 1 or expanded[u]) and not (u.op is Ops.REDUCE_AXIS and _reads_broadcast(u, materialize, memory_only=True))
-               and _per_row(u, users, materialize))
-    if per_row: pass  # computed once per row by the kernel that reads it
-    elif u.op is Ops.REDUCE_AXIS and (len(ctx[u]) > 1 or expanded[u] or in_reduce[u] and reuses): materialize[u] = None
+    elif u.op is Ops.REDUCE_AXIS and (shared or in_reduce[u] and _reads_broadcast(u, materialize)): materialize[u] = None
     # a padded input read through sliding windows (a padded conv) is copied once, so the conv's loads need no bounds checks
     elif u.op is Ops.PAD and any(p.op is Ops.WINDOW for p in ps): materialize[u] = None
     elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
