@@ -245,7 +245,6 @@ def test_c_renderer_matches_python_interpreter(k):
 def test_gcc_kernels_do_not_parse_immintrin():
   # <immintrin.h> took 0.2 s of gcc's 0.3 s per kernel (a cold MNIST step compiles ~165): gcc gets the builtins instead
   import subprocess
-  from fusegrad import Device
   from fusegrad.runtime import ops_cpu
   from fusegrad.schedule import create_schedule
   from fusegrad.codegen.program import _render
