@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools, math, weakref
 from typing import Callable
 from fusegrad.dtype import dtypes
-from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.ops import GroupOp, Ops, UOp
 
 def _unbroadcast_expand(g: UOp, src: UOp) -> UOp:
   """EXPAND backward: sum over the dims the expand made larger."""
@@ -70,6 +70,13 @@ def _window_grad(g: UOp, u: UOp):
   n, src_shape = len(k_), u.src[0].shape
   lead, i_ = src_shape[:-n], src_shape[-n:]
   o_ = u.shape[len(lead):len(lead) + n]
+  base = g
+  while base.op in GroupOp.Movement: base = base.src[0]
+  if base.op is Ops.REDUCE_AXIS:
+    # g is a product summed over output channels (a convolution's input gradient) and gets a buffer anyway: laid out
+    # with the window offsets k before the positions o, each shifted copy below is a contiguous (masked) vector read
+    order = tuple(range(len(lead))) + tuple(range(len(lead) + n, len(lead) + 2 * n)) + tuple(range(len(lead), len(lead) + n))
+    g = UOp(Ops.CONTIGUOUS, g.dtype, (g.permute(order),)).permute(tuple(order.index(i) for i in range(len(order))))
   total = None
   for ks in itertools.product(*[range(k) for k in k_]):
     piece = g.shrink(tuple((0, x) for x in lead + o_) + tuple((k, k + 1) for k in ks)).reshape(lead + o_)

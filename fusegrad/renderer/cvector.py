@@ -36,6 +36,7 @@ static inline f32x$w max_f32x$w(f32x$w a, f32x$w b) { return where_f32x$w((a != 
 static inline f32x$w fma_f32x$w(f32x$w a, f32x$w b, f32x$w c) { return $fma; }
 static inline f32x$w bcast_f32x$w(float x) { return (f32x$w){$lanes}; }
 static inline f32x$w ldh_f32x$w(const _Float16* p) { return $half; }
+static inline f32x$w mld_f32x$w(const float* p, i32x$w m) { return $masked; }
 """)
 # One x86 instruction where the CPU has it (the kernels are built with -march=..., which defines these macros), else
 # the generic vector expression: width -> (macro, gcc builtin, intrinsic). gcc gets the builtin its own intrinsic
@@ -52,6 +53,12 @@ HALF = {16: ("__AVX512F__", "(f32x16)__builtin_ia32_vcvtph2ps512_mask(*(const i1
         4: ("__F16C__", "(f32x4)__builtin_ia32_vcvtph2ps((short __attribute__((vector_size(16)))){((const short*)p)[0], ((const short*)p)[1], ((const short*)p)[2], ((const short*)p)[3]})",
             "(f32x4)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)p))")}
 
+# a gated contiguous load: lanes whose gate is off read nothing (the hardware suppresses their faults) and give 0
+MASKED = {16: ("__AVX512F__", "(f32x16)__builtin_ia32_loadups512_mask(p, (f32x16a){}, __builtin_ia32_ptestmd512(m, m, (unsigned short)-1))",
+               "(f32x16)_mm512_maskz_loadu_ps(_mm512_test_epi32_mask((__m512i)m, (__m512i)m), p)"),
+          8: ("__AVX__", "(f32x8)__builtin_ia32_maskloadps256((const f32x8a*)p, m)", "(f32x8)_mm256_maskload_ps(p, (__m256i)m)"),
+          4: ("__AVX__", "(f32x4)__builtin_ia32_maskloadps((const f32x4a*)p, m)", "(f32x4)_mm_maskload_ps(p, (__m128i)m)")}
+
 def _best(table: dict[int, tuple[str, str, str]], width: int, generic: str) -> str:
   if width not in table: return generic
   macro, builtin, intrinsic = table[width]
@@ -62,7 +69,8 @@ def _mvec(fn: str, width: int) -> str: return f"_ZGV{MVEC_ISA[width]}N{width}v_{
 def prelude(width: int, math: bool) -> str:
   intrinsics = "#if defined(__clang__) && (defined(__FMA__) || defined(__F16C__) || defined(__AVX512F__))\n#include <immintrin.h>\n#endif\n" if width in FMA else ""
   out = intrinsics + PRELUDE.substitute(w=width, b=4 * width, h=2 * width, lanes=", ".join(["x"] * width), fma=_best(FMA, width, "a*b+c"),
-                                        half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"))
+                                        half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"),
+                                        masked=_best(MASKED, width, f"(f32x{width}){{" + ", ".join(f"m[{i}]?p[{i}]:0.0f" for i in range(width)) + "}"))
   return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
 
 def lane_stride(idx: UOp, lane: UOp) -> int | None:
@@ -230,6 +238,7 @@ class VectorLoop:
   def _load(self, u: UOp) -> str:
     ptr, idx, step = self.r(u.src[0]), u.src[1], lane_stride(u.src[1], self.lane)
     gated = len(u.src) == 3 and self.kind.get(u.src[2]) is not None
+    if gated and step == 1 and u.dtype == dtypes.float32: return f"mld_{self.vt}({ptr}+{self.lane_val(idx, 0)}, {self.mask(u.src[2])})"
     if step is None or gated: return self._lanes(lambda i: self._lane_load(u, i))
     i0 = self.lane_val(idx, 0)
     # a staged block is 64-byte aligned, laid out [..., tile]: where the tile is a multiple of this vector, so is i0

@@ -256,3 +256,17 @@ def test_gcc_kernels_do_not_parse_immintrin():
   assert "fma_f32x" in src and "ldh_f32x" in src
   pre = subprocess.run([cc, *ops_cpu.compiler_flags(cc)[1:], "-E", "-x", "c", "-"], input=src, capture_output=True, text=True)
   assert pre.returncode == 0 and "immintrin.h" not in pre.stdout, pre.stderr[-2000:]
+
+@pytest.mark.parametrize("n", [3, 8, 13, 16, 24, 37])
+def test_gated_contiguous_loads_are_masked_vector_loads(n):
+  # a padded read is a contiguous load whose edge lanes are off: one masked vector load (off lanes read nothing, so a
+  # lane before the buffer's start or past its end cannot fault) instead of one scalar load per lane
+  from fusegrad.schedule import create_schedule
+  from fusegrad.codegen.program import _render
+  x = np.arange(1, 2 * n + 1, dtype=np.float32).reshape(2, n)
+  for pads in [(1, 0), (0, 3), (4, 5), (n, 1)]:
+    t = Tensor(x).realize()
+    out = t.pad(((0, 0), pads)) * 2 + t.pad(((0, 0), pads[::-1]))
+    np.testing.assert_array_equal(out.numpy(), np.pad(x, ((0, 0), pads)) * 2 + np.pad(x, ((0, 0), pads[::-1])))
+  wide = Tensor(np.ones((2, 16), np.float32)).realize().pad(((0, 0), (4, 4))) * 2  # rows of 24: vectors of 16 and 8
+  assert re.search(r"= mld_f32x\d+\(data1", _render("CPU", create_schedule([wide.uop])[0][-1].ast, None).src)
