@@ -72,9 +72,9 @@ def _window_grad(g: UOp, u: UOp):
   o_ = u.shape[len(lead):len(lead) + n]
   base = g
   while base.op in GroupOp.Movement: base = base.src[0]
-  if base.op is Ops.REDUCE_AXIS:
-    # g is a product summed over output channels (a convolution's input gradient) and gets a buffer anyway: laid out
-    # with the window offsets k before the positions o, each shifted copy below is a contiguous (masked) vector read
+  if base.op is Ops.REDUCE_AXIS and math.prod(k_) > 1:
+    # g is a product summed over output channels (a convolution's input gradient), read once per offset below, so it
+    # gets a buffer anyway: laid out with the offsets k before the positions o, each shifted copy is a contiguous read
     order = tuple(range(len(lead))) + tuple(range(len(lead) + n, len(lead) + 2 * n)) + tuple(range(len(lead), len(lead) + n))
     g = UOp(Ops.CONTIGUOUS, g.dtype, (g.permute(order),)).permute(tuple(order.index(i) for i in range(len(order))))
   total = None
