@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools, math, weakref
 from typing import Callable
 from fusegrad.dtype import dtypes
-from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad.uop.ops import Ops, UOp
 
 def _unbroadcast_expand(g: UOp, src: UOp) -> UOp:
   """EXPAND backward: sum over the dims the expand made larger."""
@@ -70,9 +70,7 @@ def _window_grad(g: UOp, u: UOp):
   n, src_shape = len(k_), u.src[0].shape
   lead, i_ = src_shape[:-n], src_shape[-n:]
   o_ = u.shape[len(lead):len(lead) + n]
-  base = g
-  while base.op in GroupOp.Movement: base = base.src[0]
-  if base.op is Ops.REDUCE_AXIS and math.prod(k_) > 1:
+  if g.base.op is Ops.REDUCE_AXIS and math.prod(k_) > 1:
     # g is a product summed over output channels (a convolution's input gradient), read once per offset below, so it
     # gets a buffer anyway: laid out with the offsets k before the positions o, each shifted copy is a contiguous read
     order = tuple(range(len(lead))) + tuple(range(len(lead) + n, len(lead) + 2 * n)) + tuple(range(len(lead), len(lead) + n))

@@ -16,7 +16,7 @@ from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.pattern import graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
-from fusegrad.codegen.opt import output_ranges
+from fusegrad.codegen.opt import nested_reduce, output_ranges
 
 # a kernel gets block reductions when it has at most this many outputs and a reduction at least this long
 GROUP_MAX_OUTPUTS, GROUP_MIN_REDUCE = 1024, 256
@@ -25,17 +25,13 @@ def to_threads(sink: UOp, block: int) -> UOp:
   """Replace the output loops of `sink` with thread indices, with block reductions where they pay."""
   loops, reduces = output_ranges(sink), [u for u in sink.toposort() if u.op is Ops.REDUCE]
   n_out = prod(r.src[0].arg for r in loops)
-  if reduces and n_out <= GROUP_MAX_OUTPUTS and max(_size(u) for u in reduces) >= GROUP_MIN_REDUCE and not _nested(reduces):
+  # block reductions need every barrier outside loops: no reduce may run inside another's loop
+  if reduces and n_out <= GROUP_MAX_OUTPUTS and max(_size(u) for u in reduces) >= GROUP_MIN_REDUCE and not nested_reduce(reduces):
     sink = _group_reduces(sink, reduces, block)
     return _split(sink, loops, "bidx0")
   return _split(sink, loops, "gidx0")
 
 def _size(reduce: UOp) -> int: return prod(r.src[0].arg for r in reduce.src[1:])
-
-def _nested(reduces: list[UOp]) -> bool:
-  """Does a reduce run inside another's loop (it reads that loop's index), so its barrier would sit inside a loop? A
-  reduce that only reads another's result (softmax's sum of exp(x - max)) is not nested."""
-  return any(v is not u and v.op is Ops.REDUCE and any(r in v.toposort() for r in u.src[1:]) for u in reduces for v in u.src[0].toposort())
 
 def _unflatten(flat: UOp, loops: tuple[UOp, ...] | list[UOp]) -> dict[UOp, UOp]:
   """Each loop's index from one flat index over them (outermost first): (flat // the inner loops' sizes) % its size."""

@@ -9,7 +9,7 @@ from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
-from fusegrad.codegen.opt import Opt, apply_opt, choose, merge_loops, output_ranges, share_row_values
+from fusegrad.codegen.opt import Opt, apply_opt, choose, loop_deps, merge_loops, output_ranges, share_row_values
 from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT
 from fusegrad.renderer import Renderer
@@ -60,12 +60,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
     if u.op is Ops.REDUCE: groups.setdefault((u.src[1:], u.arg[1] if isinstance(u.arg, tuple) else None), []).append(u)
   group_of = {m: g for g in groups.values() for m in g}
   order = sink.toposort(srcs=lambda u: u.src + (tuple(m.src[0] for m in group_of[u] if m is not u) if u in group_of else ()))
-  deps: dict[UOp, frozenset] = {}
-  for u in order:
-    if u.op is Ops.RANGE: deps[u] = frozenset([u])
-    elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:]) | (frozenset([u.arg[1]]) if isinstance(u.arg, tuple) else frozenset())
-    elif u.op is Ops.STAGE: deps[u] = (deps[u.src[0]] | deps[u.src[1]]) - frozenset(u.src[2:])
-    else: deps[u] = frozenset().union(*[deps[s] for s in u.src]) if u.src else frozenset()
+  deps = loop_deps(order)
   root = Block(None)
   block_of: dict[UOp, Block] = {}
   def deepest(rs) -> Block: return max((block_of[r] for r in rs), key=lambda b: b.depth, default=root)

@@ -59,6 +59,17 @@ class Budget:
 MAX_STAGE = 1 << 17  # elements of one staged block: it lives on the C stack of each thread (512 KB of float32)
 _ids = itertools.count(10_000)
 
+def loop_deps(order: list[UOp]) -> dict[UOp, frozenset]:
+  """The loops each node's value depends on (order: a toposort). A REDUCE closes its loops but depends on the tile
+  loop indexing its accumulator array; a STAGE closes its fill loops."""
+  deps: dict[UOp, frozenset] = {}
+  for u in order:
+    if u.op is Ops.RANGE: deps[u] = frozenset([u])
+    elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:]) | (frozenset([u.arg[1]]) if isinstance(u.arg, tuple) else frozenset())
+    elif u.op is Ops.STAGE: deps[u] = (deps[u.src[0]] | deps[u.src[1]]) - frozenset(u.src[2:])
+    else: deps[u] = frozenset().union(*[deps[s] for s in u.src])
+  return deps
+
 # math worth a scratch row to compute once: an exp costs about as much as reading its input from memory
 COSTLY = {Ops.EXP, Ops.EXP2, Ops.LOG, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.TANH, Ops.ERF, Ops.POW, Ops.SIGMOID}
 
@@ -67,15 +78,11 @@ def share_row_values(sink: UOp) -> UOp:
   kernel: exp(x - max) in the sum's loop and again in the output loop), is computed once per row into a STAGE, a
   scratch row filled by its own loop before both, and read from it there: one exp per element instead of two."""
   order = sink.toposort()
-  deps: dict[UOp, frozenset] = {}
-  for u in order:
-    if u.op is Ops.RANGE: deps[u] = frozenset([u])
-    elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:])
-    elif u.op is Ops.STAGE: deps[u] = (deps[u.src[0]] | deps[u.src[1]]) - frozenset(u.src[2:])
-    else: deps[u] = frozenset().union(*[deps[s] for s in u.src])
+  deps = loop_deps(order)
   def hole(r: UOp) -> UOp: return UOp(Ops.RANGE, r.dtype, r.src, -1)  # any loop of r's size
   outs = output_ranges(sink)
   inner = set(outs[-1:]) | {r for u in order if u.op is Ops.REDUCE for r in u.src[1:]}  # loops a row's work runs in
+  if len(inner) < 2: return sink  # one loop: nothing is computed twice
   groups: dict[UOp, dict[UOp, UOp]] = {}  # the value with its loop as a placeholder -> {member: its loop}
   for u in reversed(order):  # users first: the largest shared value wins
     if u.op not in COSTLY or u.dtype != dtypes.float32: continue
@@ -158,12 +165,15 @@ def _tile(n: int, hi: int) -> int:
 
 def _divisors(n: int, lo: int, hi: int) -> list[int]: return [d for d in range(lo, min(n, hi) + 1) if n % d == 0]
 
+def nested_reduce(reduces: list[UOp]) -> bool:
+  """Does a reduce run inside another's loop (it reads that loop's index)? A reduce that only reads another's result
+  (a row's max before the row's sum of exp) is not nested: it runs before that loop, on its own."""
+  return any(x is not r and x.op is Ops.REDUCE and any(k in x.toposort() for k in r.src[1:]) for r in reduces for x in r.src[0].toposort())
+
 def _analyze(sink: UOp) -> tuple[list[UOp], UOp | None, list[UOp]] | None:
   """(reduces, vectorizable output loop or None, reduces with a contiguous last loop); None if nothing applies."""
   reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
-  # a reduce inside another's loop is not optimized; one whose result the other only reads (a row's max before the
-  # row's sum of exp) runs before that loop, on its own
-  if not reduces or any(x.op is Ops.REDUCE and set(r.src[1:]) & set(x.toposort()) for r in reduces for x in r.src[0].toposort()): return None
+  if not reduces or nested_reduce(reduces): return None
   out_ranges = output_ranges(sink)
   # VECTOR gives each reduce its own copy of j, so one reduce cannot read another's result
   reads_reduce = any(x.op is Ops.REDUCE for r in reduces for x in r.src[0].toposort())

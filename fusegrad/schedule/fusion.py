@@ -96,7 +96,7 @@ def _reads_broadcast(u: UOp, stop, memory_only: bool = False) -> bool:
     seen.add(x)
     # a reduction inside is its own loop: what it reads through a broadcast is its reuse (it then gets a buffer), not u's
     if x.op is Ops.REDUCE_AXIS: continue
-    if _expands(x) and not (_reads_no_memory(x.src[0], stop) if memory_only else _is_const(x.src[0])) and not (same_coords and x.op is Ops.EXPAND and x.shape == u.src[0].shape and
+    if _expands(x) and not (_reads_no_memory(x.src[0], stop) if memory_only else x.src[0].base.op is Ops.CONST) and not (same_coords and x.op is Ops.EXPAND and x.shape == u.src[0].shape and
                             all(d in per_row_axes for d, (a, b) in enumerate(zip(x.src[0].shape, x.shape)) if a != b)): return True
     same_coords = same_coords and x.op not in GroupOp.Movement and x.op is not Ops.GATHER and x.shape == u.src[0].shape
     stack.extend((s, same_coords) for s in x.src)
@@ -109,9 +109,5 @@ def _reads_no_memory(u: UOp, stop) -> bool:
     if x.op is Ops.BUFFER or x in stop: return False
     if x not in seen: seen.add(x); stack.extend(x.src)
   return True
-
-def _is_const(u: UOp) -> bool:
-  while u.op in GroupOp.Movement: u = u.src[0]
-  return u.op is Ops.CONST
 
 def _expands(u: UOp) -> bool: return u.op in (Ops.EXPAND, Ops.WINDOW) and u.size > u.src[0].size
