@@ -160,6 +160,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   grads = {root: root_grad}
   for u in reversed(order):
     if u not in grads or u in targets and not u.src or not on_path[u] or u.op is Ops.DETACH: continue
+    if u.vshape is not u.shape: raise NotImplementedError("gradients through tensors with symbolic (Variable) sizes are not supported")
     if _DERIVATIVES and (d := _DERIVATIVES.get(u)) is not None and on_path.get(d[0], False):
       x, sg = d[0], d[1](grads[u], d[0])
       grads[x] = grads[x] + sg if x in grads else sg

@@ -54,6 +54,9 @@ class Lowerer:
     self.range_count += 1
     return r
   def c(self, v: int) -> UOp: return UOp.const(self.idt, v)
+  def size(self, s) -> UOp:
+    """A size or offset as an index expression: an int, or a symbolic size (an expression of DEFINE_VARs)."""
+    return self.lower(s, (), None).cast(self.idt) if isinstance(s, UOp) else self.c(s)
 
   def index_through(self, u: UOp, idx: list[UOp]) -> tuple[list[UOp], UOp | None]:
     """Index expressions for u.src[0] given indices into the movement op u, plus a validity condition (pad)."""
@@ -72,12 +75,16 @@ class Lowerer:
       return lead + [o * self.c(st) + k * self.c(d) for o, k, st, d in zip(o_idx, k_idx, s_, d_)], None
     if u.op is Ops.PAD:
       valid, out = None, []
-      for i, s, (b, a) in zip(idx, src_shape, arg):
-        if b or a:
-          cond = (i < self.c(b + s))
-          if b: cond = (i >= self.c(b)) & cond
+      pairs = u.sym_arg if len(u.src) > 1 else arg
+      for i, s, (b, a) in zip(idx, u.src[0].vshape, pairs):
+        if isinstance(b, UOp) or isinstance(a, UOp) or b or a:
+          # a symbolic source dim ends at its size's value: past it, its storage holds no data
+          b = self.size(b)
+          cond = i < b + self.size(s)
+          if not (b.op is Ops.CONST and b.arg == 0): cond = (i >= b) & cond
           valid = cond if valid is None else valid & cond
-        out.append(i - self.c(b) if b else i)
+          if not (b.op is Ops.CONST and b.arg == 0): i = i - b
+        out.append(i)
       return out, valid
     assert u.op is Ops.RESHAPE
     groups = _groups(src_shape, u.shape) if prod(src_shape) else None
@@ -120,6 +127,8 @@ class Lowerer:
         new_idx[a] = self.new_range(u.src[0].shape[a])
         if new_idx[a].op is Ops.RANGE: rngs.append(new_idx[a])
       inner = self.lower(u.src[0], tuple(new_idx), valid)
+      for a in axes:  # a symbolic dim: the positions past its size's value are not part of the reduction
+        if isinstance(n := u.src[0].vshape[a], UOp): inner = (new_idx[a] < self.size(n)).where(inner, UOp.const(u.dtype, reduce_identity(op, u.dtype)))
       if not rngs: return inner
       return UOp(Ops.REDUCE, u.dtype, (inner, *rngs), op)
     if u.op in (Ops.CONTIGUOUS, Ops.DETACH): return self.lower(u.src[0], idx, valid)

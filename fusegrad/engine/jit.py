@@ -88,7 +88,8 @@ class _Capture:
   def call(self, fxn: Callable, args, kwargs, inputs: list, binds: list) -> Any:
     from fusegrad.tensor import Tensor
     Tensor.realize_all(*inputs)  # also pending assigns, so the capture (and each replay) reads their values
-    sig = [(t.shape, t.dtype, t.device) for t in inputs]
+    binds = binds + [b for t in inputs for b in _shape_binds(t.uop)]
+    sig = [(_shape_key(t.uop), t.dtype, t.device) for t in inputs]
     if self.cnt == 2 and self.exact_binds is not None and self.exact_binds != tuple(v for _, v in binds): self.__init__()
     if self.cnt == 0:
       self.cnt = 1
@@ -158,7 +159,20 @@ class _Capture:
     for t, view in rebind: t.uop = view
     for i, b1 in self.written_inputs: _buf(inputs[i]).copyin(b1.as_memoryview())
     outs = iter(self.out_views)
+    if any(v.vshape is not v.shape for v in self.out_views):  # symbolic sizes of the outputs take this call's values
+      fresh = {UOp(Ops.BIND, var.dtype, (var, UOp.const(var.dtype, old))): var.bind(new_vals[var])
+               for v in self.out_views for var, old in _shape_binds(v) if var in new_vals}
+      outs = iter([v.substitute(fresh) for v in self.out_views])
     return _rebuild(self.ret, lambda _: Tensor(next(outs)))
+
+def _shape_binds(u: UOp) -> list:
+  """(Variable, value) for each bound Variable in u's symbolic sizes."""
+  return [(b.src[0], b.src[1].arg) for s in u.vshape if isinstance(s, UOp) for b in s.toposort() if b.op is Ops.BIND] if u.vshape is not u.shape else []
+
+def _shape_key(u: UOp) -> tuple:
+  """u's shape with each symbolic size as its expression of unbound Variables: the same for every binding."""
+  if u.vshape is u.shape: return u.shape
+  return tuple(s.substitute({b: b.src[0] for b in s.toposort() if b.op is Ops.BIND}) if isinstance(s, UOp) else s for s in u.vshape)
 
 def _binds_replaceable(captured: list, binds: list) -> bool:
   """Whether each Variable bound in the arguments reaches the kernels under its own name with the captured value, so a

@@ -10,7 +10,7 @@ from fusegrad.schedule import cache
 from fusegrad.schedule.fusion import decide_buffers
 from fusegrad.schedule.kernel import ScheduleItem, build_kernel
 from fusegrad.schedule.memory import plan_memory
-from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.ops import Ops, UOp, sym_node
 
 __all__ = ["ScheduleItem", "create_schedule"]
 
@@ -53,7 +53,7 @@ def _schedule(sink: UOp, order: list[UOp], any_realized: bool) -> tuple[list[Sch
     si, binds = build_kernel(u, out, out_view)
     items.append(si)
     item_binds.append(binds)
-    out_view[u] = UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
+    out_view[u] = sym_node(Ops.RESHAPE, out, u.vshape) if u.vshape is not u.shape else UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
   kept = {buffer_of(out_view[t].base) for t in targets} | {buffer_of(out_view[u].base) for u in out_view if u.op is Ops.ASSIGN}
   return plan_memory(items, kept), {o: out_view[t] for o, t in zip(originals, targets)}, item_binds
 

@@ -111,7 +111,8 @@ class Template:
       titems.append((si.ast, refs, si.device, tuple((v, w.binds[b]) for (v, _), b in zip(si.var_vals, binds))))
     outs = []
     for v in views:  # targets must land in buffers this schedule allocates
-      r = slot.get(buffer_of(v.src[0]), -1) if v.op is Ops.RESHAPE and v.src[0].op is Ops.BUFFER else -1
+      # (a view with symbolic sizes holds this call's bound values: not templated)
+      r = slot.get(buffer_of(v.src[0]), -1) if v.op is Ops.RESHAPE and len(v.src) == 1 and v.src[0].op is Ops.BUFFER else -1
       if r < len(w.ins): return None
       outs.append((r, v.dtype, v.arg))
     return Template(tuple(titems), tuple(new), tuple(outs))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from fusegrad.dtype import DType, dtypes, to_dtype, truncate
 from fusegrad.device import Buffer, canonicalize
 from fusegrad.helpers import TensorError, prod
-from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.ops import Ops, UOp, check_size, smax, sym_node
 from fusegrad import buffers
 from fusegrad.engine import rng
 from fusegrad.tensor.common import IDX, TensorMixin, _check_numel, _checked_dtype
@@ -29,7 +29,7 @@ class CreationMixin(TensorMixin):
   def _const(value: Any, dtype: DType, device: str, shape: tuple[int, ...]) -> UOp:
     c = UOp(Ops.CONST, dtype, (UOp.device_node(device),), truncate(dtype, value))
     if not shape: return c
-    return UOp(Ops.EXPAND, dtype, (UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape)),), tuple(shape))
+    return sym_node(Ops.EXPAND, UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape)), tuple(shape))
 
   # ---------------- creation
   @classmethod
@@ -37,19 +37,21 @@ class CreationMixin(TensorMixin):
     shape = cls._shape_arg(shape)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     device = canonicalize(device)
-    u = buffers.new_buffer_uop(device, prod(shape), dtype)
-    return cls(UOp(Ops.RESHAPE, dtype, (u,), shape) if shape != (prod(shape),) else u, **kwargs)
+    u = buffers.new_buffer_uop(device, prod(smax(s) for s in shape), dtype)
+    return cls(sym_node(Ops.RESHAPE, u, shape) if shape != u.shape else u, **kwargs)
   @staticmethod
   def _shape_arg(shape: tuple) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)): shape = tuple(shape[0])
     for s in shape:
-      if not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"shape entries must be ints, got {shape!r}")
-      if s < 0: raise TensorError(f"negative dimension {s} in shape {shape}")
-    return _check_numel(tuple(shape))
+      if isinstance(s, UOp): check_size(s)  # a symbolic size: bound Variables (see uop.ops.Sym)
+      elif not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"shape entries must be ints, got {shape!r}")
+      elif s < 0: raise TensorError(f"negative dimension {s} in shape {shape}")
+    _check_numel(tuple(smax(s) for s in shape))
+    return tuple(shape)
   @classmethod
   def full(cls: type[Tensor], shape: tuple[int, ...] | int, fill_value: Any, device: str | None = None, dtype: DType | str | None = None,
            **kwargs) -> Tensor:
-    shape = cls._shape_arg((shape,) if isinstance(shape, int) else tuple(shape))
+    shape = cls._shape_arg((shape,) if isinstance(shape, (int, UOp)) else tuple(shape))
     dtype = _checked_dtype([fill_value], to_dtype(dtype) if dtype is not None else None)
     return cls(cls._const(fill_value, dtype, canonicalize(device), shape), **kwargs)
   @classmethod
@@ -64,6 +66,10 @@ class CreationMixin(TensorMixin):
   @classmethod
   def arange(cls: type[Tensor], start, stop=None, step=1, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     if stop is None: start, stop = 0, start
+    if isinstance(stop, UOp) or isinstance(start, UOp):  # arange(n) for a symbolic n: the values up to its storage
+      if isinstance(start, UOp) or start != 0 or step != 1: raise TypeError("arange with a symbolic size takes only stop: arange(n)")
+      check_size(stop)
+      return cls(sym_node(Ops.RESHAPE, cls.arange(stop.vmax, device=device, dtype=dtype).uop, (stop,)), **kwargs)
     if step == 0: raise TensorError("arange step must be nonzero")
     n = max(0, math.ceil((stop - start) / step))
     ends = [start, start + (n - 1) * step] if n else [start]

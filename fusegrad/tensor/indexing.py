@@ -217,17 +217,36 @@ def _var_offset(u: Any) -> tuple[UOp | None, int] | None:
   if u.op is Ops.ADD and u.src[1].op is Ops.CONST and (inner := _var_offset(u.src[0])) is not None and inner[0] is not None: return inner[0], inner[1] + u.src[1].arg
   return (u, 0) if u.op is Ops.BIND else None
 
+def _slices_only(x: Tensor, idx: tuple) -> tuple:
+  """idx (slices and at most one ...) with the ... spelled out as full slices."""
+  if idx.count(Ellipsis) > 1 or not all(i is Ellipsis or isinstance(i, slice) for i in idx):
+    raise TypeError("a slice at a Variable takes only slices and ... in its other dims")
+  if Ellipsis in idx:
+    e = idx.index(Ellipsis)
+    idx = idx[:e] + (slice(None),) * (x.ndim - len(idx) + 1) + idx[e + 1:]
+  if len(idx) > x.ndim: raise IndexError(f"too many indices for a tensor of {x.ndim} dimension(s)")
+  return idx
+
+def _symbolic_end(x: Tensor, indices) -> tuple | None:
+  """The shrink for slices of step 1 of which some end at a symbolic size (`x[:, :, 0:pos+1]`: the dim becomes
+  symbolic); None if no slice does."""
+  idx = indices if isinstance(indices, tuple) else (indices,)
+  if not any(isinstance(i, slice) and isinstance(i.stop, UOp) and not isinstance(i.start, UOp) for i in idx): return None
+  idx = _slices_only(x, idx)
+  arg = []
+  for d, (i, n) in enumerate(zip(idx, x.shape)):
+    if isinstance(i.start, UOp) or i.step not in (None, 1) or (not isinstance(i.stop, UOp) and isinstance(n, UOp) and i != slice(None)):
+      raise TypeError(f"dim {d}: with a slice ending at a Variable, the slices must have step 1 and int starts (x[:, 0:pos+1])")
+    if isinstance(i.stop, UOp): arg.append((i.start or 0, i.stop))
+    else: arg.append(None if isinstance(n, UOp) else i.indices(n)[:2])
+  return tuple(arg) + (None,) * (x.ndim - len(arg))
+
 def _symbolic_slice(x: Tensor, indices) -> tuple[int, UOp, int] | None:
   """(dim, start, length) if indices is full slices plus one `start:start+n` slice at a bound Variable; None if no slice
   bound is a UOp. Anything else with a UOp in it raises a clear error."""
   idx = indices if isinstance(indices, tuple) else (indices,)
   if not any(isinstance(i, slice) and (isinstance(i.start, UOp) or isinstance(i.stop, UOp)) for i in idx): return None
-  if idx.count(Ellipsis) > 1 or not all(i is Ellipsis or isinstance(i, slice) for i in idx):
-    raise TypeError("a slice at a Variable takes only full slices (:) and ... in its other dims")
-  if Ellipsis in idx:
-    e = idx.index(Ellipsis)
-    idx = idx[:e] + (slice(None),) * (x.ndim - len(idx) + 1) + idx[e + 1:]
-  if len(idx) > x.ndim: raise IndexError(f"too many indices for a tensor of {x.ndim} dimension(s)")
+  idx = _slices_only(x, idx)
   found = None
   for d, i in enumerate(idx):
     if not any(isinstance(b, UOp) for b in (i.start, i.stop, i.step)) and i.indices(x.shape[d]) == (0, x.shape[d], 1): continue  # the whole dim
@@ -258,6 +277,7 @@ class IndexingMixin(TensorMixin):
     """numpy/PyTorch indexing: ints, slices (negative steps too), None, ..., and integer/bool tensors or lists
     (advanced indexing, PyTorch's rules for where the indexed dims go); `x[:, pos:pos+n]` with pos a bound Variable
     (a fixed shape whatever its value; assigning to the result writes into x)."""
+    if (arg := _symbolic_end(self, indices)) is not None: return self.shrink(arg)
     if (sym := _symbolic_slice(self, indices)) is not None: return self._symbolic_read(*sym)
     return self._getitem(indices)
   def _symbolic_read(self: Tensor, d: int, start: UOp, n: int) -> Tensor:

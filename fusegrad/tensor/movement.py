@@ -59,7 +59,7 @@ class MovementMixin(TensorMixin):
       if len(shape) > self.ndim and None in shape[self.ndim:]: raise TensorError(f"reshape {shape}: None at a dim that {self.shape} does not have")
       shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(shape))
     for s in shape:
-      if not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"reshape sizes must be ints, got {shape}")
+      if not isinstance(s, (int, UOp)) or isinstance(s, bool): raise TypeError(f"reshape sizes must be ints (or bound Variables), got {shape}")
     return self._moved(self.uop.reshape(shape))
   def view(self: Tensor, *shape) -> Tensor: return self.reshape(*shape) if shape and not isinstance(shape[0], DType) else self.bitcast(shape[0])
   def expand(self: Tensor, shape, *args) -> Tensor: return self._moved(self.uop.expand(shape, *args))
@@ -69,7 +69,7 @@ class MovementMixin(TensorMixin):
     if (axis is None) == (dims is None): raise TypeError("flip() takes the axes to flip, as `axis` (tinygrad) or `dims=` (torch), once")
     return self._moved(self.uop.flip(axis if dims is None else dims, *args))
   def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor:
-    if any(a is not None and any(isinstance(b, UOp) for b in a) for a in arg):  # (pos, pos+n) at a bound Variable: a slice
+    if any(a is not None and isinstance(a[0], UOp) for a in arg):  # (pos, pos+n) at a bound Variable: a slice
       return self[tuple(slice(None) if a is None else slice(*a) for a in arg)]
     return self._moved(self.uop.shrink(arg))
   def pad(self: Tensor, padding, mode: str = "constant", value: float = 0.0) -> Tensor:
@@ -86,7 +86,7 @@ class MovementMixin(TensorMixin):
       return self._pad_mode(pairs, mode)
     out = self._moved(self.uop.pad(padding))
     if value != 0 and out.uop.op is Ops.PAD and out is not self:  # the padded part is value: a mask of the kept part selects
-      mask = type(self).ones(out.uop.src[0].shape, dtype=dtypes.bool, device=self.device).uop.pad(out.uop.arg)
+      mask = type(self).ones(out.uop.src[0].vshape, dtype=dtypes.bool, device=self.device).uop.pad(out.uop.sym_arg)
       out = type(self)(mask).where(out, value)
     return out
   def squeeze(self: Tensor, dim: int | None = None) -> Tensor:

@@ -85,6 +85,7 @@ class NNMixin(TensorMixin):
     copies): (..., *i) -> (..., *o, *k) where out[..., o, k] = in[..., o*stride + k*dilation]."""
     n = len(k_)
     if self.ndim < n: raise TensorError(f"pooling with a {n}-d window needs at least {n} dims, got shape {self.shape}")
+    if any(isinstance(i, UOp) for i in self.shape[-n:]): raise TypeError("pooling or convolving over a symbolic (Variable) dim is not supported")
     s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
     i_ = self.shape[-n:]
     o_ = tuple((i - d * (k - 1) - 1) // s + 1 for i, k, s, d in zip(i_, k_, s_, d_))

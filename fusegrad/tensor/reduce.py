@@ -8,7 +8,7 @@ import collections, math, string
 from typing import TYPE_CHECKING
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, to_dtype
 from fusegrad.helpers import TensorError, prod
-from fusegrad.uop.ops import Ops, broadcast_shape, sum_dtype, wide_dtype
+from fusegrad.uop.ops import Ops, UOp, broadcast_shape, sum_dtype, wide_dtype
 from fusegrad.tensor.common import TensorMixin, is_tensor, _norm, _norm_axis, _pick, _shrink_dim
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class ReduceMixin(TensorMixin):
     x = self._float()
     n = prod(self.shape[a] for a in self._axes(axis))
     sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
+    if isinstance(n, UOp): return sq.div((n - correction).maximum(0))  # a symbolic count: its value is known at launch
     return sq.div(max(0, n - correction)) if n - correction > 0 else sq * math.nan if n == 0 else sq.div(0)
   def std(self: Tensor, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
     axis = self._pick_axis(axis, dim)
@@ -86,8 +87,8 @@ class ReduceMixin(TensorMixin):
     n = self.shape[a]
     # the first index holding the max: NaN counts as the max, as in torch
     hit = (x == m) | (x != x) if dtypes.is_float(self.dtype) else (x == m)
-    rev = type(self).arange(n, 0, -1, device=self.device).reshape((n,) + (1,) * (self.ndim - a - 1))
-    return (n - (hit * rev).max(a, keepdim)).cast(dtypes.int32)
+    rev = (-type(self).arange(n, device=self.device) + n).reshape((n,) + (1,) * (self.ndim - a - 1))  # n, n-1, ..., 1
+    return (-(hit * rev).max(a, keepdim) + n).cast(dtypes.int32)  # (n may be a symbolic size: it goes on the right)
   def argmax(self: Tensor, axis=None, keepdim: bool = False, *, dim=None) -> Tensor: return self._arg(self._pick_axis(axis, dim), keepdim, True)
   def argmin(self: Tensor, axis=None, keepdim: bool = False, *, dim=None) -> Tensor: return self._arg(self._pick_axis(axis, dim), keepdim, False)
   def _pick_axis(self: Tensor, axis, dim):

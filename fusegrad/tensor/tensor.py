@@ -9,7 +9,7 @@ from typing import Any
 from fusegrad.dtype import DType, dtypes, to_dtype, truncate, bf16_to_float
 from fusegrad.device import Buffer, BufferView, canonicalize
 from fusegrad.helpers import TensorError, argsort, prod, TRAINING
-from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad.uop.ops import GroupOp, Ops, UOp, sym_value
 from fusegrad import buffers
 from fusegrad.schedule import create_schedule
 from fusegrad.engine.realize import run_schedule
@@ -294,7 +294,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
 
   # ---------------- properties
   @property
-  def shape(self) -> tuple[int, ...]: return self.uop.shape
+  def shape(self) -> tuple[int, ...]: return self.uop.vshape  # a symbolic dim is its size expression (see uop.ops.Sym)
   @property
   def dtype(self) -> DType: return self.uop.dtype
   @property
@@ -317,6 +317,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   def __repr__(self) -> str: return f"<Tensor {self.shape} {self.dtype} on {self.device} with grad {self.grad!r}>" if self.grad is None else f"<Tensor {self.shape} {self.dtype} on {self.device} with grad>"
   def __str__(self) -> str:
     """The values, as torch prints them, for a realized tensor or a small lazy one (computing it); else the repr."""
+    if (c := self._concrete()) is not self: return str(c)
     if buffers.buffer_view(self.uop) is None and self.numel() > 1000: return repr(self)
     return tensor_str(self)
   def __hash__(self): return id(self)
@@ -364,17 +365,24 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   def _buffer(self) -> Buffer:
     self.realize()
     return buffers.buffer_of(buffers.buffer_view(self.uop))
+  def _concrete(self) -> Tensor:
+    """self with each symbolic dim cut to its size's value (what reading the data out sees)."""
+    if self.uop.vshape is self.uop.shape: return self
+    return self.shrink(tuple((0, sym_value(s)) for s in self.shape)).contiguous()
   def _flat_values(self) -> list:
+    if (c := self._concrete()) is not self: return c._flat_values()
     mv = self._buffer().as_memoryview()
     # memoryview has no bfloat16 format, and half ('e') only from Python 3.12: convert 16-bit words here
     if self.dtype == dtypes.bfloat16: return [bf16_to_float(v) for v in mv.cast("H")]
     if self.dtype == dtypes.float16: return list(struct.unpack(f"{self.numel()}e", mv))
     return mv.cast(self.dtype.fmt).tolist()
   def data(self) -> memoryview:
+    if (c := self._concrete()) is not self: return c.data()
     mv = self._buffer().as_memoryview()
     if self.dtype in (dtypes.bfloat16, dtypes.float16): raise TypeError(f"memoryview has no {self.dtype} format here; use .float().data() or .numpy()")
     return mv.cast(self.dtype.fmt, self.shape) if self.numel() and self.shape else mv.cast(self.dtype.fmt)
   def tolist(self) -> Any:
+    if (c := self._concrete()) is not self: return c.tolist()
     vals = self._flat_values()
     def nest(v, shape):
       if not shape: return v[0]
@@ -382,10 +390,12 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       return [nest(v[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
     return nest(vals, self.shape)
   def item(self) -> Any:
+    if (c := self._concrete()) is not self: return c.item()
     if self.numel() != 1: raise TensorError(f"item() needs a tensor with exactly one element, this one has shape {self.shape}")
     return self._flat_values()[0]
   def numpy(self):
     import numpy as np
+    if (c := self._concrete()) is not self: return c.numpy()
     raw = bytes(self._buffer().as_memoryview())
     arr = np.frombuffer(raw, dtype=_numpy_dtype(self.dtype)).reshape(self.shape).copy()
     if self.dtype == dtypes.bfloat16: arr = (arr.astype(np.uint32) << 16).view(np.float32)

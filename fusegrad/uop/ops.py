@@ -1,6 +1,6 @@
 """The one IR: immutable, hash-consed UOp nodes."""
 from __future__ import annotations
-import math, struct
+import functools, math, struct
 from enum import Enum, auto
 from typing import Any, Callable
 from fusegrad.dtype import DType, dtypes, category, least_upper_dtype, result_dtype, truncate
@@ -50,6 +50,104 @@ class GroupOp:
 _SAME_SHAPE = GroupOp.Elementwise - {Ops.WHERE}
 
 _INTS = object()  # tags a key that is a tuple of plain ints; private, so no other key can equal a tagged one
+
+# ---- symbolic sizes. A dim's size may be an int expression of bound Variables (`pos + 1`): a "symbolic dim". Its
+# storage is the expression's upper bound (`shape`, what kernels loop over and buffers hold); `vshape` holds the
+# expression. Positions past its value are unspecified, so everything that could observe them masks them: a reduction
+# over the dim skips them, a pad after it writes zeros there. Each compiled kernel thus serves every value of the
+# Variables, which are passed at launch. A movement op takes the expressions as extra sources, named in its arg by Sym.
+class Sym:
+  """In a movement op's arg: the size or offset given by the op's source i (an int expression of bound Variables)."""
+  __slots__ = ("i",)
+  def __init__(self, i: int): self.i = i
+  def __eq__(self, other): return type(other) is Sym and other.i == self.i
+  def __hash__(self): return hash((Sym, self.i))
+  def __repr__(self): return f"Sym({self.i})"
+
+def is_sym(x: Any) -> bool: return isinstance(x, UOp)
+def smax(x: Any) -> int: return x.vmax if isinstance(x, UOp) else x
+
+def sym_value(x: Any) -> int:
+  """The value a size has under its Variables' bindings (an int as it is)."""
+  if not isinstance(x, UOp): return x
+  if x.op is Ops.BIND: return x.src[1].arg
+  if x.op is Ops.CONST: return x.arg
+  if x.op is Ops.DEFINE_VAR: raise ValueError(f"Variable {x.arg[0]} in a shape is not bound: use {x.arg[0]}.bind(value)")
+  if x.op is Ops.CAST: return truncate(x.dtype, sym_value(x.src[0]))
+  return exec_alu(x.op, x.dtype, [sym_value(s) for s in x.src])
+
+def fmt_shape(shape: tuple) -> str:
+  return "(" + ", ".join(_fmt_size(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+def _fmt_size(s: Any) -> str:
+  if not isinstance(s, UOp): return str(s)
+  if s.op is Ops.BIND: return f"{s.src[0].arg[0]}={s.src[1].arg}"
+  if s.op is Ops.CONST: return str(s.arg)
+  if s.op is Ops.DEFINE_VAR: return s.arg[0]
+  names = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*"}
+  if s.op in names and len(s.src) == 2: return f"({_fmt_size(s.src[0])}{names[s.op]}{_fmt_size(s.src[1])})"
+  return f"{s.op.name.lower()}({', '.join(_fmt_size(x) for x in s.src)})"
+
+def check_size(s: Any) -> None:
+  """A size in a shape: an int >= 0, or an int expression of bound Variables that cannot be negative."""
+  if isinstance(s, UOp):
+    if not dtypes.is_int(s.dtype) or s.shape != (): raise TypeError(f"a symbolic size must be an int expression of Variables, got {s.dtype} of shape {s.shape}")
+    if s.vmin < 0: raise TensorError(f"symbolic size {_fmt_size(s)} can be negative (its smallest value is {s.vmin})")
+    sym_value(s)  # every Variable in it is bound
+  elif not isinstance(s, int) or isinstance(s, bool): raise TypeError(f"shape entries must be ints or bound Variables, got {s!r}")
+  elif s < 0: raise TensorError(f"negative size {s} in a shape")
+
+def sym_node(op: Ops, x: UOp, arg: tuple, dtype: DType | None = None) -> UOp:
+  """A movement node whose arg may hold size expressions: each becomes a source, named in the arg by Sym."""
+  srcs = [x]
+  def conv(a):
+    if isinstance(a, tuple): return tuple(conv(b) for b in a)
+    if not isinstance(a, UOp): return a
+    for i, s in enumerate(srcs[1:], 1):
+      if s is a: return Sym(i)
+    srcs.append(a)
+    return Sym(len(srcs) - 1)
+  new_arg = conv(arg)  # before srcs is read: conv appends to it
+  return UOp(op, x.dtype if dtype is None else dtype, tuple(srcs), new_arg)
+
+def _sadd(a: Any, b: Any) -> Any:
+  """a + b for sizes, leaving out an added 0 so that equal sizes stay the same node."""
+  if not isinstance(b, UOp) and b == 0: return a
+  if not isinstance(a, UOp) and a == 0: return b
+  return a + b
+
+def _int_runs(shape: tuple) -> list[list]:
+  """The runs of int sizes before, between and after the symbolic ones."""
+  runs: list[list] = [[]]
+  for s in shape:
+    if isinstance(s, UOp): runs.append([])
+    else: runs[-1].append(s)
+  return runs
+
+def _broadcast_vshape(a: tuple, b: tuple) -> tuple:
+  """broadcast_shape for shapes with symbolic dims: a symbolic dim meets only itself or 1."""
+  n = max(len(a), len(b))
+  a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+  out = []
+  for x, y in zip(a, b):
+    if x is y or (not isinstance(y, UOp) and y == 1): out.append(x)
+    elif not isinstance(x, UOp) and x == 1: out.append(y)
+    elif not isinstance(x, UOp) and not isinstance(y, UOp) and x == y: out.append(x)
+    else: raise TensorError(f"shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast together: {_fmt_size(x)} and {_fmt_size(y)} differ")
+  return tuple(out)
+
+def _smul(a: Any, b: Any) -> Any:
+  """a * b for sizes, leaving out a factor of 1 so that equal sizes stay the same node."""
+  if not isinstance(b, UOp) and b == 1: return a
+  if not isinstance(a, UOp) and a == 1: return b
+  return a * b
+
+def _merge_vshapes(shapes) -> tuple:
+  """The symbolic sizes of sources already broadcast to one storage shape: a dim is symbolic if any source's is."""
+  out = None
+  for vs in shapes:
+    if out is None: out = vs
+    elif any(isinstance(s, UOp) for s in vs): out = tuple(b if isinstance(b, UOp) and not isinstance(a, UOp) else a for a, b in zip(out, vs))
+  return out
 
 def _arg_key(arg: Any) -> Any:
   """A hashable key for a node's arg. 1, 1.0 and True hash alike, and so do 0.0 and -0.0: key on the type and exact bits
@@ -188,12 +286,28 @@ class OpBuilder:
   # ---- broadcasting and promotion (tensor level). An operand is a UOp or a Python number (bool, int, float): Tensor
   # turns its other spellings (lists, numpy scalars, Tensors) into one of those, and checks devices
   def _broadcast_to(self, shape: tuple[int, ...]):
+    if self.vshape is not self.shape or any(isinstance(s, UOp) for s in shape): return self._sym_broadcast_to(tuple(shape))
     if self.shape == shape: return self
     if len(self.shape) > len(shape): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
     x = UOp(Ops.RESHAPE, self.dtype, (self,), (1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
     broadcast_shape(x.shape, shape)  # sizes that differ, neither 1: its message names both shapes
     if any(a != b and a != 1 for a, b in zip(x.shape, shape)): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
     return UOp(Ops.EXPAND, x.dtype, (x,), check_numel(tuple(shape))) if x.shape != shape else x
+  def _sym_broadcast_to(self, shape: tuple):
+    """_broadcast_to with symbolic dims. An int target equal to a symbolic dim's storage keeps the dim (callers that
+    broadcast by storage shapes); otherwise only a size-1 dim takes a new size."""
+    vs = self.vshape
+    if len(vs) > len(shape): raise TensorError(f"cannot broadcast shape {fmt_shape(vs)} to {fmt_shape(shape)}")
+    vs = (1,) * (len(shape) - len(vs)) + vs
+    out = []
+    for a, t in zip(vs, shape):
+      if a is t or (not isinstance(a, UOp) and not isinstance(t, UOp) and a == t) or (isinstance(a, UOp) and not isinstance(t, UOp) and t == a.vmax): out.append(a)
+      elif not isinstance(a, UOp) and a == 1:
+        check_size(t)
+        out.append(t)
+      else: raise TensorError(f"cannot broadcast shape {fmt_shape(self.vshape)} to {fmt_shape(shape)}")
+    x = sym_node(Ops.RESHAPE, self, vs) if len(vs) != len(self.shape) else self
+    return x if all(a is o for a, o in zip(vs, out)) else sym_node(Ops.EXPAND, x, tuple(out))
   def _broadcasted(self, y, reverse: bool = False) -> tuple:
     """(self, y) as two nodes of one dtype (torch's promotion) and shape (broadcast); reverse: (y, self)."""
     if isinstance(y, (bool, int, float)):
@@ -203,11 +317,12 @@ class OpBuilder:
       c = UOp.tensor_const(y, dt, x.device, x.shape)
       return (c, x) if reverse else (x, c)
     x = self
-    if y.shape == x.shape and y.dtype is x.dtype: return (y, x) if reverse else (x, y)  # nothing to promote or broadcast
+    if y.shape == x.shape and y.dtype is x.dtype and y.vshape == x.vshape: return (y, x) if reverse else (x, y)  # nothing to promote or broadcast
     if reverse: x, y = y, x
     dt = promote_types(x, y)
     x, y = x.cast(dt), y.cast(dt)
     shape = broadcast_shape(x.shape, y.shape)
+    if x.vshape is not x.shape or y.vshape is not y.shape: shape = _broadcast_vshape(x.vshape, y.vshape)
     return x._broadcast_to(shape), y._broadcast_to(shape)
   def _binary(self, op: Ops, y, reverse: bool = False):
     if not self.tensor_level: return self._kc(y).alu(op, self) if reverse else self.alu(op, self._kc(y))  # no promotion, no broadcasting
@@ -353,6 +468,7 @@ class OpBuilder:
   # ---- movement (tensor level); each returns self when it would change nothing, as Tensor's do
   def reshape(self, shape, *args):
     shape = _sizes(shape, args)
+    if self.vshape is not self.shape or any(isinstance(s, UOp) for s in shape): return self._sym_reshape(shape)
     if shape.count(-1) > 1: raise TensorError(f"only one dimension can be inferred (-1) in reshape {shape}")
     if any(s < -1 for s in shape): raise TensorError(f"invalid size in reshape {shape}")
     if -1 in shape:
@@ -365,8 +481,8 @@ class OpBuilder:
   def expand(self, shape, *args):
     shape = _sizes(shape, args)
     if len(shape) < len(self.shape): raise TensorError(f"expand to {shape} has fewer dims than the tensor's shape {self.shape}")
-    padded = (None,) * (len(shape) - len(self.shape)) + self.shape
-    new = tuple(p if s == -1 else s for s, p in zip(shape, padded))
+    padded = (None,) * (len(shape) - len(self.shape)) + self.vshape
+    new = tuple(p if not isinstance(s, UOp) and s == -1 else s for s, p in zip(shape, padded))
     if None in new: raise TensorError(f"-1 is not allowed for new leading dims in expand {shape}")
     return self._broadcast_to(new)
   def permute(self, order, *args):
@@ -383,16 +499,19 @@ class OpBuilder:
   def flip(self, axis, *args):
     axes = [norm_axis(a, len(self.shape)) for a in _sizes(axis, args)]
     if len(set(axes)) != len(axes): raise TensorError(f"dim appears multiple times in flip {axis}")
+    if any(isinstance(self.vshape[a], UOp) for a in axes): raise TypeError(f"flip of a symbolic dim of {fmt_shape(self.vshape)} is not supported")
     return UOp(Ops.FLIP, self.dtype, (self,), tuple(i in axes for i in range(len(self.shape)))) if axes else self
   def shrink(self, arg):
     """One (start, end) pair (or None: the whole dim) per dim."""
     if len(arg) != len(self.shape): raise TensorError(f"shrink needs one (start, end) per dim of {self.shape}, got {arg}")
+    if self.vshape is not self.shape or any(isinstance(b, UOp) for a in arg if a is not None for b in a): return self._sym_shrink(arg)
     arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     if any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)): raise TensorError(f"shrink {arg} out of bounds for shape {self.shape}")
     return self if all(a == (0, s) for a, s in zip(arg, self.shape)) else UOp(Ops.SHRINK, self.dtype, (self,), arg)
   def pad(self, padding):
     """One (before, after) pair (or None) per dim, with zeros; a negative amount crops."""
     pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    if any(isinstance(b, UOp) for p in pairs for b in p): return self._sym_pad(pairs)
     x = self
     crop = [(-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)]
     if any(c != (0, s) for c, s in zip(crop, self.shape)):
@@ -405,12 +524,61 @@ class OpBuilder:
     return out
   def unsqueeze(self, dim: int):
     d = norm_axis(dim, len(self.shape) + 1)
-    return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+    return self.reshape(self.vshape[:d] + (1,) + self.vshape[d:])
+
+  # ---- movement with symbolic dims (see Sym)
+  def _sym_reshape(self, shape: tuple):
+    for s in shape:
+      if not (s == -1 and not isinstance(s, UOp)): check_size(s)
+    vs = self.vshape
+    mine, theirs = [s for s in vs if isinstance(s, UOp)], [s for s in shape if isinstance(s, UOp)]
+    if len(mine) == 1 and not theirs and shape.count(-1) == 1:  # the -1 stands for the symbolic dim (times an int)
+      n, known = prod(s for s in vs if not isinstance(s, UOp)), prod(s for s in shape if s != -1)
+      if known and n % known == 0: shape, theirs = tuple(_smul(mine[0], n // known) if s == -1 else s for s in shape), [_smul(mine[0], n // known)]
+    if mine and len(mine) == len(theirs) and all(a is b for a, b in zip(mine, theirs)):
+      # the same symbolic dims in the same order: the int dims between each two regroup among themselves
+      src_runs, dst_runs = _int_runs(vs), _int_runs(shape)
+      out = []
+      for a, b in zip(src_runs, dst_runs):
+        n, known = prod(a), prod(x for x in b if x != -1)
+        if -1 in b and known and n % known == 0: b = [n // known if x == -1 else x for x in b]
+        if prod(b) != n or -1 in b: raise TensorError(f"cannot reshape tensor of shape {fmt_shape(vs)} into {fmt_shape(shape)}")
+        out.append(b)
+      new = tuple(x for run, sym in zip(out, theirs + [None]) for x in run + ([sym] if sym is not None else []))
+      return self if all(a is b for a, b in zip(new, vs)) and len(new) == len(vs) else sym_node(Ops.RESHAPE, self, new)
+    # otherwise by value: self's symbolic dims cut to their values, the target's padded up to their storage
+    x = self.shrink(tuple((0, sym_value(s)) for s in vs)) if mine else self
+    x = x.reshape(tuple(s if not isinstance(s, UOp) else sym_value(s) for s in shape))
+    if not theirs: return x
+    x = x.pad(tuple((0, s.vmax - n) if isinstance(s, UOp) else None for s, n in zip(shape, x.shape)))
+    return sym_node(Ops.RESHAPE, x, tuple(s if isinstance(s, UOp) else n for s, n in zip(shape, x.shape)))
+  def _sym_shrink(self, arg):
+    vs, out = self.vshape, []
+    for d, (a, s, n) in enumerate(zip(arg, vs, self.shape)):
+      b, e = (0, s) if a is None else a
+      if isinstance(b, UOp): raise TypeError(f"dim {d}: a shrink starting at a Variable needs a constant length: x[..., pos:pos+n, ...]")
+      if e is s and b == 0: out.append((0, s))  # the whole dim
+      elif isinstance(e, UOp):
+        check_size(e)
+        if isinstance(s, UOp): raise TypeError(f"dim {d}: shrinking the symbolic dim {_fmt_size(s)} to {_fmt_size(e)} is not supported")
+        if not 0 <= b <= e.vmin or e.vmax > n:
+          raise IndexError(f"dim {d}: shrink ({b}, {_fmt_size(e)}) with {_fmt_size(e)} in [{e.vmin}, {e.vmax}] can leave the dim's {n} positions")
+        out.append((b, e))
+      elif not 0 <= b <= e <= sym_value(s): raise TensorError(f"shrink {tuple(arg)} out of bounds for shape {fmt_shape(vs)}")
+      else: out.append((b, e))
+    return self if all(o[1] is s or o == (0, s) for o, s in zip(out, vs)) else sym_node(Ops.SHRINK, self, tuple(out))
+  def _sym_pad(self, pairs):
+    for p in pairs:
+      for b in p:
+        if isinstance(b, UOp): check_size(b)
+        elif b < 0: raise TypeError(f"padding {pairs}: a negative amount beside a symbolic one is not supported")
+    return sym_node(Ops.PAD, self, tuple(pairs))
   def flatten(self, start_dim: int = 0, end_dim: int = -1):
     if not self.shape: return self.reshape(1)
     s, e = norm_axis(start_dim, len(self.shape)), norm_axis(end_dim, len(self.shape))
     if s > e: raise TensorError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
-    return self.reshape(self.shape[:s] + (prod(self.shape[s:e + 1]),) + self.shape[e + 1:])
+    vs = self.vshape
+    return self.reshape(vs[:s] + (functools.reduce(_smul, vs[s:e + 1], 1),) + vs[e + 1:])
 
   # ---- data placement (tensor level)
   def contiguous(self):
@@ -432,6 +600,7 @@ class OpBuilder:
     8 outputs would run on one core: it runs in two passes instead, REDUCE_GROUPS partial results per output (a kernel
     the threads share), then a short reduction of those (the sum's order changes, as with LANES)."""
     shape = self.shape
+    if self.vshape is not shape: return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(sorted(axes))))  # regrouping would merge symbolic dims
     n_red = prod(shape[a] for a in axes)
     n_out = prod(s for i, s in enumerate(shape) if i not in axes)
     if n_out >= REDUCE_GROUP_MAX_OUT or n_red < REDUCE_GROUP_MIN or n_red % REDUCE_GROUPS:
@@ -445,7 +614,7 @@ class OpBuilder:
     axes = self._axes(axis)
     if not self.shape: return self
     red = self._reduce_in_groups(op, axes) if axes else self
-    return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+    return red if keepdim else red.reshape(tuple(s for i, s in enumerate(self.vshape) if i not in axes))
   def sum(self, axis=None, keepdim: bool = False, dtype: DType | None = None):
     x = self.cast(sum_dtype(self.dtype) if dtype is None else dtype)
     return x.cast(wide_dtype(x.dtype))._reduce(Ops.ADD, axis, keepdim).cast(x.dtype)
@@ -461,7 +630,15 @@ class UOp(OpBuilder, metaclass=UOpMeta):
   def __init__(self, op: Ops, dtype: DType = dtypes.void, src: tuple = (), arg: Any = None):
     self.op, self.dtype, self.src, self.arg = op, dtype, src, arg
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg)
-  def __repr__(self) -> str: return pretty(self)
+  def __bool__(self):
+    # `if n < 0:` with n a symbolic size builds a comparison node, which would always be true
+    if self.dtype == dtypes.bool and self.shape == () and self.tensor_level and self.device is None:
+      raise TypeError("a comparison of symbolic sizes (Variables) has no truth value before the kernel runs; compare their bound values")
+    return True
+  def __repr__(self) -> str:
+    # a symbolic size (an int expression of bound Variables) prints as one, so that shapes holding one read well
+    if self.tensor_level and self.device is None and self.shape == () and dtypes.is_int(self.dtype): return f"<{_fmt_size(self)}>"
+    return pretty(self)
   def replace(self, **kw) -> UOp:
     new = dict(op=self.op, dtype=self.dtype, src=self.src, arg=self.arg) | kw
     return UOp(new["op"], new["dtype"], tuple(new["src"]), new["arg"])
@@ -504,6 +681,11 @@ class UOp(OpBuilder, metaclass=UOpMeta):
     if op in (Ops.CONST, Ops.BIND, Ops.DEFINE_VAR): return ()
     if op is Ops.IOTA: return (arg,)
     if op is Ops.DEFINE_GLOBAL: return (self.dtype.size,)
+    if len(src) > 1 and op in GroupOp.Movement:  # sizes given by expressions: storage is their upper bound
+      m = lambda a: src[a.i].vmax if type(a) is Sym else a  # noqa: E731
+      if op is Ops.PAD: return tuple(s + m(b) + m(a) for s, (b, a) in zip(src[0].shape, arg))
+      if op is Ops.SHRINK: return tuple(m(e) - b for b, e in arg)
+      return tuple(m(a) for a in arg)
     if op in (Ops.RESHAPE, Ops.EXPAND): return tuple(arg)
     if op is Ops.PERMUTE: return tuple(src[0].shape[i] for i in arg)
     if op is Ops.PAD: return tuple(s + b + a for s, (b, a) in zip(src[0].shape, arg))
@@ -517,6 +699,32 @@ class UOp(OpBuilder, metaclass=UOpMeta):
     if op is Ops.GATHER: return src[1].shape
     if op in (Ops.SINK, Ops.DEVICE): return ()
     return src[0].shape
+  @cached_property
+  def vshape(self) -> tuple:
+    """The shape with symbolic dims as their size expressions (see Sym); `shape` itself when there are none."""
+    op, src, shape = self.op, self.src, self.shape
+    if op in _SAME_SHAPE or op is Ops.WHERE:
+      vs = _merge_vshapes([s.vshape for s in src if s.shape == shape])
+      return shape if vs is None or vs == shape else vs
+    if not src or op in (Ops.BUFFER, Ops.DEVICE, Ops.SINK, Ops.IOTA): return shape
+    if op in GroupOp.Movement and len(src) > 1: arg = self.sym_arg
+    else: arg = self.arg
+    inner = src[0].vshape
+    if op in (Ops.RESHAPE, Ops.EXPAND): vs = tuple(arg)
+    elif op is Ops.PERMUTE: vs = tuple(inner[i] for i in arg)
+    elif op is Ops.PAD: vs = tuple(_sadd(_sadd(s, b), a) if any(isinstance(x, UOp) for x in (s, b, a)) else n for s, (b, a), n in zip(inner, arg, shape))
+    elif op is Ops.SHRINK: vs = tuple(e - b if b else e for b, e in arg)
+    elif op is Ops.REDUCE_AXIS: vs = tuple(1 if i in arg[1] else s for i, s in enumerate(inner))
+    elif op is Ops.GATHER: vs = src[1].vshape
+    elif op is Ops.WINDOW: vs = inner[:len(inner) - len(arg[0])] + shape[len(inner) - len(arg[0]):]
+    elif op in (Ops.FLIP, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY, Ops.ASSIGN): vs = inner
+    else: return shape
+    return shape if vs == shape else vs
+  @property
+  def sym_arg(self) -> Any:
+    """The arg with each Sym replaced by the size expression it names."""
+    def res(a): return tuple(res(b) for b in a) if isinstance(a, tuple) else self.src[a.i] if type(a) is Sym else a
+    return res(self.arg)
   @property
   def size(self) -> int: return prod(self.shape)
   @cached_property
