@@ -1,14 +1,17 @@
-"""GGUF weights in a matmul: dequantized inside the matmul that reads them (fused, the weight stays quantized in memory)
-vs dequantized once at load (the weight becomes float32), for a 1536x576 weight (SmolLM2's ffn_up/ffn_gate; its torch
-shape, 576 inputs) times a 1x576 activation (one decoded token) and a 64x576 one (a prompt). The "from DRAM" rows cycle
-through 32 such weights, more than the caches hold unpacked, as decoding a whole model does once per token.
+"""GGUF weights in a matmul, three ways, for a 1536x576 weight (SmolLM2's ffn_up/ffn_gate; its torch shape, 576 inputs)
+times a 1x576 activation (one decoded token) and a 64x576 one (a prompt):
+  raw:      the file's bytes, dequantized inside the matmul (nn.gguf.dequantize fused);
+  packed:   1-byte codes and per-block scales made once at load (nn.gguf.pack), expanded inside the matmul (the model's
+            default where the CPU widens 8-bit ints to floats in one instruction);
+  float16:  unpacked once at load into float16 (the model's other choice), the reference column.
+The "from DRAM" rows cycle through 32 such weights, more than the caches hold, as decoding a whole model does once per token.
 
 usage: python bench/gguf_matmul.py [Q8_0 Q4_1 ...]   (default Q8_0 Q4_1; fusegrad times are kernel time, GlobalCounters.time_sum_s)"""
 import sys
 from common import Row, fg_times, check_close, print_table, print_problems, env_info  # first: drops OPENBLAS_* before numpy loads
 import numpy as np
-from fusegrad import Tensor, GlobalCounters
-from fusegrad.llm.gguf import dequantize
+from fusegrad import Tensor, GlobalCounters, dtypes
+from fusegrad.llm.gguf import dequantize, expand, pack
 
 OUT, IN, CYCLE = 1536, 576, 32
 
@@ -35,37 +38,44 @@ def cycled_s(make, n: int, reps: int = 3) -> float:
     best = min(best, GlobalCounters.time_sum_s / n)
   return best
 
-def dram_row(qt: str, q: np.ndarray, rng) -> Row:
+def packed(raw: Tensor, qt: str) -> Tensor:
+  """The weight as the model keeps it packed: codes and scales realized, expanded lazily where it is read."""
+  return expand(*(t if t is None else t.realize() for t in pack(raw, qt, (OUT, IN))))
+
+def dram_rows(qt: str, q: np.ndarray, rng) -> list[Row]:
   raws = [Tensor(q.copy()).realize() for _ in range(CYCLE)]
-  ws = [dequantize(r, qt).realize() for r in raws]
+  packs = [packed(r, qt) for r in raws]
+  halves = [dequantize(r, qt).cast(dtypes.float16).realize() for r in raws]
   x = Tensor(rng.standard_normal((1, IN), dtype=np.float32)).realize()
-  fused, once = cycled_s(lambda i: x @ dequantize(raws[i], qt).T, CYCLE), cycled_s(lambda i: x @ ws[i].T, CYCLE)
-  mb = (CYCLE * q.nbytes / 1e6, CYCLE * OUT * IN * 4 / 1e6)
-  return Row(f"{qt} 1x{IN} @ {IN}x{OUT}, from DRAM ({mb[0]:.0f} MB vs {mb[1]:.0f} MB)", fused * 1e6, once * 1e6, "us", False, "unpacked once")
+  fused, pk, half = (cycled_s(lambda i: x @ ws[i].T, CYCLE) for ws in ([dequantize(r, qt) for r in raws], packs, halves))
+  mb = (CYCLE * q.nbytes / 1e6, CYCLE * OUT * IN * 2 / 1e6)
+  return [Row(f"{qt} 1x{IN}, from DRAM: raw ({mb[0]:.0f} MB) vs float16 ({mb[1]:.0f} MB)", fused * 1e6, half * 1e6, "us", False, "float16"),
+          Row(f"{qt} 1x{IN}, from DRAM: packed vs float16", pk * 1e6, half * 1e6, "us", False, "float16")]
 
 def rows(qtypes=("Q8_0", "Q4_1"), batches=(1, 64)) -> list[Row]:
   out, rng = [], np.random.default_rng(0)
   for qt in qtypes:
     q = quantized(qt, rng)
     raw = Tensor(q).realize()  # the file's bytes on the device: (1536, bytes per row) uint8
-    _, unpack_s, _ = fg_times(lambda: dequantize(raw, qt).realize(), 5)
-    w = dequantize(raw, qt).realize()
-    wnp = w.numpy()
+    _, unpack_s, _ = fg_times(lambda: dequantize(raw, qt).cast(dtypes.float16).realize(), 5)
+    _, pack_s, _ = fg_times(lambda: Tensor.realize_all(*(t for t in pack(raw, qt, (OUT, IN)) if t is not None)), 5)
+    half, pk = dequantize(raw, qt).cast(dtypes.float16).realize(), packed(raw, qt)
+    want = dequantize(raw, qt).numpy().astype(np.float64)
     for b in batches:
       x = Tensor(rng.standard_normal((b, IN), dtype=np.float32)).realize()
-      fused, once = lambda: (x @ dequantize(raw, qt).T).realize(), lambda: (x @ w.T).realize()
-      check_close(f"{qt} {b}x{IN} fused", fused().numpy(), x.numpy().astype(np.float64) @ wnp.T.astype(np.float64), rtol=1e-4, atol=1e-4)
+      ways = {"raw": lambda: (x @ dequantize(raw, qt).T).realize(), "packed": lambda: (x @ pk.T).realize(), "float16": lambda: (x @ half.T).realize()}
+      for name, f in ways.items(): check_close(f"{qt} {b}x{IN} {name}", f().numpy(), x.numpy().astype(np.float64) @ want.T, rtol=1e-3, atol=1e-3)
       reps = 50 if b == 1 else 10
-      _, f_s, f_k = fg_times(fused, reps)
-      _, o_s, o_k = fg_times(once, reps)
-      out.append(Row(f"{qt} {b}x{IN} @ {IN}x{OUT}: fused ({f_k} kernel) vs unpacked once", f_s * 1e6, o_s * 1e6, "us", False, "unpacked once"))
-    out.append(dram_row(qt, q, rng))
-    out.append(Row(f"{qt} unpacking {OUT}x{IN} once (at load)", unpack_s * 1e6, None, "us", False, "-"))
+      times = {name: fg_times(f, reps) for name, f in ways.items()}
+      for name in ("raw", "packed"):
+        out.append(Row(f"{qt} {b}x{IN} @ {IN}x{OUT}: {name} ({times[name][2]} kernel) vs float16", times[name][1] * 1e6, times["float16"][1] * 1e6, "us", False, "float16"))
+    out += dram_rows(qt, q, rng)
+    out.append(Row(f"{qt} at load: packing {OUT}x{IN} vs unpacking it to float16", pack_s * 1e6, unpack_s * 1e6, "us", False, "float16"))
   return out
 
 if __name__ == "__main__":
   print(env_info())
   print(cpu_line())
   print_table(rows(tuple(sys.argv[1:]) or ("Q8_0", "Q4_1")))
-  print("ratio > 1: fusing the dequantization into the matmul is faster than reading the float32 weight unpacked at load")
+  print("ratio > 1: that way is faster than reading the weight unpacked to float16 at load")
   print_problems()

@@ -68,7 +68,7 @@ def chat_once(chat: Chat, messages: list[dict], s: Sampling, out=sys.stdout) -> 
 def benchmark(chat: Chat, n_prompt: int = 100, n_decode: int = 64):
   """Prefill and decode tokens/s, and the bytes of weights read per decoded token over the time it took (GB/s)."""
   prefill, decode, first = chat.generator.measure(filler_prompt(n_prompt, chat.tokenizer.bos_id or 0), n_decode)
-  weight_bytes = sum(t.nbytes() for t in chat.model.w.values())
+  weight_bytes = chat.model.weight_bytes()
   print(f"model {chat.name}: {weight_bytes / 1e6:.0f} MB of weights")
   print(f"prefill {n_prompt} tokens: {prefill:.1f} tok/s (first token after {first:.2f} s)")
   print(f"decode: {decode:.1f} tok/s, {weight_bytes * decode / 1e9:.2f} GB/s of weights read")

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 from fusegrad import Tensor, dtypes
+from fusegrad.uop.ops import Ops
+from fusegrad.buffers import buffer_view
 
 @dataclass(frozen=True)
 class Config:
@@ -118,8 +120,17 @@ class Transformer:
   @staticmethod
   def from_hf(folder: str, max_context: int = 2048, device: str | None = None) -> Transformer: return load_hf(folder, max_context, device)
 
+  def weight_bytes(self) -> int:
+    """The bytes the weights take in memory (a packed weight's codes and scales, not its expanded values)."""
+    from fusegrad.buffers import buffer_of
+    bufs = {id(b): b for w in self.w.values() for u in w.uop.toposort() if u.op is Ops.BUFFER and (b := buffer_of(u)) is not None}
+    return sum(b.nbytes for b in bufs.values())
   def linear(self, x: Tensor, name: str) -> Tensor:
-    y = x @ self.w[f"{name}.weight"].T
+    w = self.w[f"{name}.weight"]
+    # a packed weight (lazy: expanded where it is read) is expanded into a buffer first for several tokens, whose matmul
+    # would otherwise expand each block once per tile of tokens
+    if x.shape[-2] > 1 and buffer_view(w.uop) is None: w = w.contiguous()
+    y = x @ w.T
     return y + self.w[f"{name}.bias"] if f"{name}.bias" in self.w else y
 
   def attention(self, i: int, x: Tensor, start_pos, cos: Tensor, sin: Tensor, mask: Tensor) -> Tensor:
@@ -214,18 +225,24 @@ def load_hf(folder: str, max_context: int = 2048, device: str | None = None) -> 
   for base, parts in experts.items(): weights[base] = Tensor.stack(*[parts[e] for e in range(len(parts))]).realize()  # (experts, out, in), as GGUF stores them
   return Transformer(cfg, weights)
 
-def load_gguf(path: str, max_context: int = 2048, device: str | None = None, dtype=None) -> tuple[Transformer, dict]:
-  """A GGUF file (or the first of split files): the model and the file's metadata (which holds the tokenizer). The
-  quantized weights are unpacked once, here: measured faster than unpacking inside each matmul (bench/gguf_matmul.py).
-  dtype: what the matrices are kept in; default float16 where the target converts half vectors in one instruction
-  (decoding reads every weight once per token, so half the bytes is nearly twice the speed), else float32. Norms and
-  biases stay float32, and all math is float32."""
+def load_gguf(path: str, max_context: int = 2048, device: str | None = None, dtype=None, packed: bool | None = None) -> tuple[Transformer, dict]:
+  """A GGUF file (or the first of split files): the model and the file's metadata (which holds the tokenizer).
+  packed (default: where the target converts 8-bit ints to float vectors in one instruction, as it does halves): the
+  quantized matrices stay packed, about 1 byte a value (`nn.gguf.pack`), and each matmul expands the blocks it reads,
+  so a decoded token reads about half the bytes of float16 weights. Otherwise they are unpacked once, here, into dtype
+  (default float16 where the target loads half vectors in one instruction, else float32). Norms and biases stay
+  float32, and all math is float32."""
   import os, sys
   from fusegrad.helpers import tqdm
-  from fusegrad.llm.gguf import gguf_load
+  from fusegrad.llm.gguf import PACKED_TYPES, expand, pack, read_gguf
   from fusegrad import Device
-  md, tensors = gguf_load(path, device=device)
-  if dtype is None: dtype = dtypes.float16 if Device[device or Device.DEFAULT].renderer.half_loads else dtypes.float32
-  weights = {k: v.cast(dtype if v.ndim >= 2 else dtypes.float32).realize()
-             for k, v in tqdm(tensors.items(), desc=f"loading {os.path.basename(path)}", disable=not sys.stderr.isatty())}
-  return Transformer(Config.from_gguf(md, max_context, tied="output.weight" not in weights), weights), md
+  f, fast = read_gguf(path), Device[device or Device.DEFAULT].renderer.half_loads
+  if dtype is None: dtype = dtypes.float16 if fast else dtypes.float32
+  if packed is None: packed = fast
+  def weight(name: str) -> Tensor:
+    info = f.tensors[name]
+    if packed and len(info.shape) >= 2 and info.ggml_type.name in PACKED_TYPES:
+      return expand(*(t if t is None else t.contiguous().realize() for t in pack(f.raw(name, device), info.ggml_type, info.shape)))
+    return f.load(name, device).cast(dtype if len(info.shape) >= 2 else dtypes.float32).realize()
+  weights = {k: weight(k) for k in tqdm(f.tensors, desc=f"loading {os.path.basename(path)}", disable=not sys.stderr.isatty())}
+  return Transformer(Config.from_gguf(f.metadata, max_context, tied="output.weight" not in weights), weights), f.metadata

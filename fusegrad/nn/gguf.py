@@ -353,6 +353,10 @@ def _f16(b: Tensor, at: int) -> Tensor:
   """The float16 at byte `at` of each block, as float32 (n, 1): exact."""
   return b[:, at:at + 2].bitcast(dtypes.float16).cast(dtypes.float32)
 
+def _f16h(b: Tensor, at: int) -> Tensor:
+  """The float16 at byte `at` of each block (n, 1), kept float16 (a packed weight's scale: 2 bytes, exact)."""
+  return b[:, at:at + 2].bitcast(dtypes.float16)
+
 def _fields(x: Tensor, n: int, width: int) -> Tensor:
   """x (..., k) bytes -> (..., n, k) with [..., i, j] = (x[..., j] >> width*i) & (2**width - 1): the i-th bit field of each byte.
   One load per output element, shifted by an index-derived amount, so it fuses into whatever reads it."""
@@ -367,20 +371,18 @@ def _bits(x: Tensor) -> Tensor:
   """(n, k) bytes -> (n, 8k): bit j of the little-endian bit string, bit 0 of byte 0 first."""
   return _fields(x, 8, 1).transpose(-1, -2).reshape(x.shape[0], -1)
 
-# the arithmetic is the reference's, operation for operation (d * q + m, not d * (q + m/d)), so results are bit-exact
-def _q4_0(b: Tensor) -> Tensor: return _f16(b, 0) * (_nibbles(b[:, 2:18]).cast(dtypes.float32) - 8)
-def _q4_1(b: Tensor) -> Tensor: return _f16(b, 0) * _nibbles(b[:, 4:20]).cast(dtypes.float32) + _f16(b, 2)
-def _q5_0(b: Tensor) -> Tensor:
-  q = _nibbles(b[:, 6:22]) | (_bits(b[:, 2:6]) << 4)
-  return _f16(b, 0) * (q.cast(dtypes.float32) - 16)
-def _q5_1(b: Tensor) -> Tensor:
-  q = _nibbles(b[:, 8:24]) | (_bits(b[:, 4:8]) << 4)
-  return _f16(b, 0) * q.cast(dtypes.float32) + _f16(b, 2)
-def _int8(x: Tensor) -> Tensor:
-  """uint8 bytes read as int8, as float32: (x ^ 0x80) - 128 is exact, and unlike a bitcast it stays integer/float ALU that
-  the C renderer runs as SIMD lanes when it is fused into a matmul."""
-  return (x ^ 0x80).cast(dtypes.float32) - 128
-def _q8_0(b: Tensor) -> Tensor: return _int8(b[:, 2:34]) * _f16(b, 0)
+# Each quantized type as (codes, scales, mins) for blocks of B values: value = scale * code (+ min), in float32, with
+# codes of 1 byte (int8 or uint8) and one scale (and min) per block. The arithmetic is the reference's, operation for
+# operation (d * q + m, not d * (q + m/d)), so the values are bit-exact; a K-quant's (d * sub-scale) is its block scale.
+# Kept in this form, a weight is read at 1 byte a value (plus its scales) and expanded inside the matmul that reads it.
+Packed = tuple[Tensor, Tensor, "Tensor | None"]  # codes (n, k, B), scales (n, k), mins (n, k) or None
+
+def _i8(x: Tensor) -> Tensor: return x.bitcast(dtypes.int8)
+def _p4_0(b: Tensor) -> Packed: return (_nibbles(b[:, 2:18]).cast(dtypes.int8) - 8).unsqueeze(1), _f16h(b, 0), None
+def _p4_1(b: Tensor) -> Packed: return _nibbles(b[:, 4:20]).unsqueeze(1), _f16h(b, 0), _f16h(b, 2)
+def _p5_0(b: Tensor) -> Packed: return ((_nibbles(b[:, 6:22]) | (_bits(b[:, 2:6]) << 4)).cast(dtypes.int8) - 16).unsqueeze(1), _f16h(b, 0), None
+def _p5_1(b: Tensor) -> Packed: return (_nibbles(b[:, 8:24]) | (_bits(b[:, 4:8]) << 4)).unsqueeze(1), _f16h(b, 0), _f16h(b, 2)
+def _p8_0(b: Tensor) -> Packed: return _i8(b[:, 2:34]).unsqueeze(1), _f16h(b, 0), None
 
 def _k_scales(s: Tensor) -> tuple[Tensor, Tensor]:
   """The 12 scale bytes of a Q4_K/Q5_K block -> 8 six-bit scales and 8 six-bit mins (n, 8), as float32. Bytes 0-3 hold
@@ -390,34 +392,57 @@ def _k_scales(s: Tensor) -> tuple[Tensor, Tensor]:
   m = (b & 63).cat((c >> 4) | ((b >> 6) << 4), dim=1)
   return sc.cast(dtypes.float32), m.cast(dtypes.float32)
 
-def _k_affine(b: Tensor, q: Tensor) -> Tensor:
+def _k_affine(b: Tensor, q: Tensor) -> Packed:
   """Q4_K/Q5_K: 8 sub-blocks of 32, value = (d * scale) * q - (dmin * min)."""
   sc, m = _k_scales(b[:, 4:16])
-  return ((_f16(b, 0) * sc).unsqueeze(-1) * q.cast(dtypes.float32) - (_f16(b, 2) * m).unsqueeze(-1)).reshape(b.shape[0], 256)
+  return q, _f16(b, 0) * sc, -(_f16(b, 2) * m)
 def _k_low(qs: Tensor) -> Tensor:
   """128 bytes -> (n, 8, 32): four 32-byte chunks, each the low nibbles (sub-block 2i) then the high ones (2i + 1)."""
   return _fields(qs.reshape(-1, 4, 32), 2, 4).reshape(-1, 8, 32)
-def _q4_k(b: Tensor) -> Tensor: return _k_affine(b, _k_low(b[:, 16:144]))
-def _q5_k(b: Tensor) -> Tensor: return _k_affine(b, _k_low(b[:, 48:176]) | (_fields(b[:, 16:48], 8, 1) << 4))  # bit i of byte l: sub-block i
+def _p4_k(b: Tensor) -> Packed: return _k_affine(b, _k_low(b[:, 16:144]))
+def _p5_k(b: Tensor) -> Packed: return _k_affine(b, _k_low(b[:, 48:176]) | (_fields(b[:, 16:48], 8, 1) << 4))  # bit i of byte l: sub-block i
 
-def _q6_k(b: Tensor) -> Tensor:
+def _p6_k(b: Tensor) -> Packed:
   """Two halves of 128; in half h, value 32k + l takes a nibble of ql[64h + 32(k % 2) + l] (high if k >= 2) and bits 2k, 2k+1
   of qh[32h + l]; each 16 consecutive values share an int8 scale."""
   lo = _fields(b[:, 0:128].reshape(-1, 2, 2, 32), 2, 4).transpose(-3, -2).reshape(-1, 2, 4, 32)
   hi = _fields(b[:, 128:192].reshape(-1, 2, 32), 4, 2)
-  q = ((lo | (hi << 4)).cast(dtypes.float32) - 32).reshape(-1, 16, 16)
-  sc = _int8(b[:, 192:208])
-  return ((_f16(b, 208) * sc).unsqueeze(-1) * q).reshape(b.shape[0], 256)
+  q = ((lo | (hi << 4)).cast(dtypes.int8) - 32).reshape(-1, 16, 16)
+  return q, _f16(b, 208) * _i8(b[:, 192:208]).cast(dtypes.float32), None
+
+_PACK: dict[str, Callable[[Tensor], Packed]] = {"Q4_0": _p4_0, "Q4_1": _p4_1, "Q5_0": _p5_0, "Q5_1": _p5_1, "Q8_0": _p8_0,
+                                               "Q4_K": _p4_k, "Q5_K": _p5_k, "Q6_K": _p6_k}
+
+def expand(codes: Tensor, scales: Tensor, mins: Tensor | None) -> Tensor:
+  """The float32 values of packed blocks: codes (..., k, B), scales and mins (..., k) -> (..., k * B)."""
+  v = codes.cast(dtypes.float32) * scales.cast(dtypes.float32).unsqueeze(-1)
+  if mins is not None: v = v + mins.cast(dtypes.float32).unsqueeze(-1)
+  return v.reshape(*codes.shape[:-2], codes.shape[-2] * codes.shape[-1])
 
 def _bf16(b: Tensor) -> Tensor: return (b.bitcast(dtypes.uint16).cast(dtypes.uint32) << 16).bitcast(dtypes.float32)
 
 _DEQUANT: dict[str, Callable[[Tensor], Tensor]] = {
   "F32": lambda b: b.bitcast(dtypes.float32), "F16": lambda b: b.bitcast(dtypes.float16).cast(dtypes.float32), "BF16": _bf16,
-  "Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0, "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k}
+  **{name: (lambda p: lambda b: expand(*p(b)))(p) for name, p in _PACK.items()}}
 SUPPORTED_TYPES = tuple(_DEQUANT)
 
 def _dequant(raw: Tensor, t: GGMLType, shape: tuple[int, ...]) -> Tensor:
   return _DEQUANT[t.name](raw.reshape(-1, t.type_size)).reshape(shape)
+
+PACKED_TYPES = tuple(_PACK)
+
+def pack(raw: Tensor, ggml_type: int | str | GGMLType, shape: tuple[int, ...]) -> Packed:
+  """A quantized tensor's raw bytes (as stored) as (codes, scales, mins): codes (*shape[:-1], k, B) int8 or uint8, scales
+  and mins (*shape[:-1], k) float16 or float32 (mins None for symmetric types), so that `expand(codes, scales, mins)` is
+  `dequantize(raw, ggml_type, shape)` bit for bit. Lazy Tensor ops: realize the three to keep a weight at about 1 byte
+  a value and expand it inside each kernel that reads it."""
+  t = to_ggml_type(ggml_type)
+  if t.name not in _PACK: raise ValueError(f"pack: {t.name} is not a packed type (packed: {', '.join(PACKED_TYPES)})")
+  codes, scales, mins = _PACK[t.name](raw.reshape(-1, t.type_size))
+  b = codes.shape[-1]
+  if not shape or shape[-1] % b: raise ValueError(f"pack: the last dim of {shape} must hold whole blocks of {b}")
+  lead = (*shape[:-1], shape[-1] // b)
+  return codes.reshape(*lead, b), scales.reshape(lead), None if mins is None else mins.reshape(lead)
 
 def dequantize(raw: Tensor, ggml_type: int | str | GGMLType, shape: tuple[int, ...] | None = None) -> Tensor:
   """The float32 values of quantized blocks: `raw` is uint8 bytes as stored in a GGUF file (any shape; rows may be sliced

@@ -23,6 +23,7 @@ MASK_OPS = {Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "=="}
 VECTOR_MATH = {Ops.EXP: "exp", Ops.LOG: "log", Ops.SIN: "sin", Ops.COS: "cos", Ops.EXP2: "exp2", Ops.LOG2: "log2",
                Ops.TAN: "tan", Ops.TANH: "tanh", Ops.ERF: "erf"}
 MVEC_ISA = {4: "b", 8: "d", 16: "e"}
+SMALL_INTS = {dtypes.int8: "i8", dtypes.uint8: "u8", dtypes.int16: "i16"}  # their vector types (PRELUDE)
 
 # aligned(4) makes a pointer cast an unaligned load (f32x<W>a: an aligned one). max keeps a NaN of either side, like
 # torch.maximum, and where selects, both with bitwise masks (C has no vector ?:).
@@ -31,12 +32,17 @@ typedef _Float16 f16x$w __attribute__((vector_size($h), aligned(2)));
 typedef float f32x${w}a __attribute__((vector_size($b)));
 typedef int i32x$w __attribute__((vector_size($b), aligned(4)));
 typedef short i16x$w __attribute__((vector_size($h), aligned(2)));
+typedef char c8v$w __attribute__((vector_size(16), aligned(1)));
+typedef long long q64v$w __attribute__((vector_size(16)));
 static inline f32x$w where_f32x$w(i32x$w m, f32x$w a, f32x$w b) { return (f32x$w)(((i32x$w)a & m) | ((i32x$w)b & ~m)); }
 static inline f32x$w max_f32x$w(f32x$w a, f32x$w b) { return where_f32x$w((a != a) | (a > b), a, b); }
 static inline f32x$w fma_f32x$w(f32x$w a, f32x$w b, f32x$w c) { return $fma; }
 static inline f32x$w bcast_f32x$w(float x) { return (f32x$w){$lanes}; }
 static inline f32x$w ldh_f32x$w(const _Float16* p) { return $half; }
 static inline f32x$w mld_f32x$w(const float* p, i32x$w m) { return $masked; }
+static inline f32x$w ldi8_f32x$w(const signed char* p) { return $i8; }
+static inline f32x$w ldu8_f32x$w(const unsigned char* p) { return $u8; }
+static inline f32x$w ldi16_f32x$w(const short* p) { return $i16; }
 """)
 # One x86 instruction where the CPU has it (the kernels are built with -march=..., which defines these macros), else
 # the generic vector expression: width -> (macro, gcc builtin, intrinsic). gcc gets the builtin its own intrinsic
@@ -59,6 +65,17 @@ MASKED = {16: ("__AVX512F__", "(f32x16)__builtin_ia32_loadups512_mask(p, (f32x16
           8: ("__AVX__", "(f32x8)__builtin_ia32_maskloadps256((const f32x8a*)p, m)", "(f32x8)_mm256_maskload_ps(p, (__m256i)m)"),
           4: ("__AVX__", "(f32x4)__builtin_ia32_maskloadps((const f32x4a*)p, m)", "(f32x4)_mm_maskload_ps(p, (__m128i)m)")}
 
+# 8- and 16-bit ints -> float32 on load (quantized weights): a widening load and a conversion (gcc 12 converts a
+# generic vector lane by lane); the AVX2 forms load only the 8 or 16 bytes they use
+def _widen(op: str, intr: str, load16: str, load8: str) -> dict[int, tuple[str, str, str]]:
+  return {16: ("__AVX512F__", f"__builtin_convertvector(__builtin_ia32_{op}512_mask({load16}, (i32x16){{}}, (unsigned short)-1), f32x16)",
+               f"(f32x16)_mm512_cvtepi32_ps(_mm512_{intr}({'_mm_loadu_si128' if load16.startswith('*(const c8') else '_mm256_loadu_si256'}((const void*)p)))"),
+          8: ("__AVX2__", f"__builtin_convertvector(__builtin_ia32_{op}256({load8}), f32x8)",
+              f"(f32x8)_mm256_cvtepi32_ps(_mm256_{intr}({'_mm_loadl_epi64' if load8.startswith('({') else '_mm_loadu_si128'}((const void*)p)))")}
+_LOAD8 = "({ long long q; __builtin_memcpy(&q, p, 8); (c8v8)(q64v8){q, 0}; })"
+WIDEN = {"i8": _widen("pmovsxbd", "cvtepi8_epi32", "*(const c8v16*)p", _LOAD8), "u8": _widen("pmovzxbd", "cvtepu8_epi32", "*(const c8v16*)p", _LOAD8),
+         "i16": _widen("pmovsxwd", "cvtepi16_epi32", "*(const i16x16*)p", "*(const i16x8*)p")}
+
 def _best(table: dict[int, tuple[str, str, str]], width: int, generic: str) -> str:
   if width not in table: return generic
   macro, builtin, intrinsic = table[width]
@@ -70,7 +87,8 @@ def prelude(width: int, math: bool) -> str:
   intrinsics = "#if defined(__clang__) && (defined(__FMA__) || defined(__F16C__) || defined(__AVX512F__))\n#include <immintrin.h>\n#endif\n" if width in FMA else ""
   out = intrinsics + PRELUDE.substitute(w=width, b=4 * width, h=2 * width, lanes=", ".join(["x"] * width), fma=_best(FMA, width, "a*b+c"),
                                         half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"),
-                                        masked=_best(MASKED, width, f"(f32x{width}){{" + ", ".join(f"m[{i}]?p[{i}]:0.0f" for i in range(width)) + "}"))
+                                        masked=_best(MASKED, width, f"(f32x{width}){{" + ", ".join(f"m[{i}]?p[{i}]:0.0f" for i in range(width)) + "}"),
+                                        **{k: _best(t, width, f"(f32x{width}){{" + ", ".join(f"p[{i}]" for i in range(width)) + "}") for k, t in WIDEN.items()})
   return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
 
 def lane_stride(idx: UOp, lane: UOp) -> int | None:
@@ -78,6 +96,20 @@ def lane_stride(idx: UOp, lane: UOp) -> int | None:
   terms = _terms(idx)
   if any(n is not None and n is not lane and lane in n.toposort() for n, _ in terms): return None
   return sum(c for n, c in terms if n is lane)
+
+def uniform_in_vector(idx: UOp, lane: UOp, width: int) -> bool:
+  """Is idx the same in all lanes of a vector (lanes b ... b+width-1, b a multiple of width)? True when lane appears
+  only in terms (x + lane) // c with x a multiple of width and c of width: a block's scale read by each of its
+  weights (quantized matmuls), whose index otherwise looks lane dependent."""
+  found = False
+  for n, _ in _terms(idx):
+    if n is None or n is lane or lane not in n.toposort(): continue
+    if n.op is not Ops.IDIV or n.src[1].op is not Ops.CONST or n.src[1].arg % width: return False
+    inner = _terms(n.src[0])
+    if sum(c for m, c in inner if m is lane) != 1: return False
+    if any(m is not lane and (c % width or (m is not None and lane in m.toposort())) for m, c in inner): return False
+    found = True
+  return found
 
 def loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
   start = uops.index(rng)
@@ -226,6 +258,7 @@ class VectorLoop:
     if u.op is Ops.LOAD: expr = self._load(u)
     elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "v": expr = self.names[u.src[0]]  # a float16 load: already float32
     elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "m": expr = f"(({vt})({self.names[u.src[0]]} & ({self.mt})(({vt}){{}}+1.0f)))"
+    elif u.op is Ops.CAST and (small := self._small_int_load(u.src[0])): expr = small
     elif u.op is Ops.CAST: expr = self._lanes(lambda i: self.cast(self.lane_val(u.src[0], i), u.src[0].dtype, u.dtype))
     elif kind == "m" and u.op in MASK_OPS and u.src[0].dtype == dtypes.float32: expr = f"({self.vec(u.src[0])}{MASK_OPS[u.op]}{self.vec(u.src[1])})"
     elif kind == "m":  # logic on bools
@@ -235,10 +268,18 @@ class VectorLoop:
     self.names[u] = name = self.new_name()
     self.emit(f"{self.mt if kind == 'm' else vt} {name} = {expr};")
 
+  def _small_int_load(self, u: UOp) -> str | None:
+    """The float32 vector of u if u is an ungated contiguous load of 8- or 16-bit ints: one widening load and a
+    conversion (quantized weights), not a load per lane."""
+    kind = SMALL_INTS.get(u.dtype)
+    if kind is None or u.op is not Ops.LOAD or len(u.src) != 2 or lane_stride(u.src[1], self.lane) != 1: return None
+    return f"ld{kind}_{self.vt}({self.r(u.src[0])}+{self.lane_val(u.src[1], 0)})"
+
   def _load(self, u: UOp) -> str:
     ptr, idx, step = self.r(u.src[0]), u.src[1], lane_stride(u.src[1], self.lane)
     gated = len(u.src) == 3 and self.kind.get(u.src[2]) is not None
     if gated and step == 1 and u.dtype == dtypes.float32: return f"mld_{self.vt}({ptr}+{self.lane_val(idx, 0)}, {self.mask(u.src[2])})"
+    if step is None and not gated and uniform_in_vector(idx, self.lane, self.w): return f"bcast_{self.vt}({self._lane_load(u, 0)})"
     if step is None or gated: return self._lanes(lambda i: self._lane_load(u, i))
     i0 = self.lane_val(idx, 0)
     # a staged block is 64-byte aligned, laid out [..., tile]: where the tile is a multiple of this vector, so is i0

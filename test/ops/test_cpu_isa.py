@@ -28,7 +28,8 @@ def test_kernel_suite_under_avx2():
   # every legal kernel optimization against scalar NOOPT, the known compiler bugs, the random-graph CPU vs PYTHON suite
   # (a compiler can be wrong at one ISA level only) and matmul/conv/reduce ops vs torch, with the kernels built for AVX2
   # (8 lanes) whatever the host has
-  files = ["test/ops/test_kernel_opts.py", "test/ops/test_compiler_bugs.py", "test/ops/test_differential.py", "test/ops/test_ops.py"]
+  files = ["test/ops/test_kernel_opts.py", "test/ops/test_compiler_bugs.py", "test/ops/test_differential.py", "test/ops/test_ops.py",
+           "test/ops/test_quantized_loads.py", "test/ops/test_symbolic_shapes.py"]
   out = subprocess.run([sys.executable, "-m", "pytest", *files, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                         "-k", "not test_ops.py or matmul or conv or sum or max or softmax or mean"],
                        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "CPU_ISA": "avx2"})

@@ -1,0 +1,45 @@
+"""8- and 16-bit ints read as float32 inside vector loops (quantized weights): one widening vector load per vector
+instead of a load per lane, and a block's scale read once for all the lanes that share it. Run on the host ISA here and
+under CPU_ISA=avx2 by test_cpu_isa.py."""
+import re
+import numpy as np
+import pytest
+from fusegrad import Tensor, GlobalCounters, dtypes
+from fusegrad.codegen.program import _render
+from fusegrad.schedule import create_schedule
+
+EXTREMES = {np.int8: [-128, 127, 0, -1], np.uint8: [0, 255, 128, 1], np.int16: [-32768, 32767, 0, -1]}
+
+def kernel_source(t: Tensor) -> str: return _render("CPU", create_schedule([t.uop])[0][-1].ast, None).src
+
+@pytest.mark.parametrize("np_dtype,name", [(np.int8, "i8"), (np.uint8, "u8"), (np.int16, "i16")])
+@pytest.mark.parametrize("n", [16, 24, 40, 64])
+def test_small_int_to_float_loads(np_dtype, name, n):
+  rng = np.random.default_rng(n)
+  info = np.iinfo(np_dtype)
+  a = rng.integers(info.min, info.max, (3, n), endpoint=True).astype(np_dtype)
+  a[0, :4] = EXTREMES[np_dtype]
+  s = rng.standard_normal((3, 1), dtype=np.float32)
+  x = Tensor(a).realize()
+  out = x.cast(dtypes.float32) * Tensor(s) + 1
+  np.testing.assert_array_equal(out.numpy(), a.astype(np.float32) * s + 1)
+  red = (x.cast(dtypes.float32) * 0.5).sum(1)
+  np.testing.assert_allclose(red.numpy(), (a.astype(np.float32) * 0.5).sum(1), rtol=1e-6)
+  assert re.search(rf"ld{name}_f32x\d+\(data1", kernel_source((x.cast(dtypes.float32) * 0.25).sum(1)))
+
+@pytest.mark.parametrize("out_dim,in_dim,block", [(24, 96, 32), (8, 256, 16), (40, 64, 32)])
+def test_block_scaled_matvec(out_dim, in_dim, block):
+  # codes (out, in) int8 times one scale per block of `block` inputs: every lane of a vector that shares a block reads
+  # the same scale; a vector that spans two blocks must not
+  rng = np.random.default_rng(in_dim)
+  codes = rng.integers(-128, 128, (out_dim, in_dim)).astype(np.int8)
+  scales = (rng.random((out_dim, in_dim // block)) * 0.1).astype(np.float16)
+  w = (codes.astype(np.float32).reshape(out_dim, -1, block) * scales.astype(np.float32)[..., None]).reshape(out_dim, in_dim)
+  c, sc = Tensor(codes).realize(), Tensor(scales).realize()
+  wt = (c.reshape(out_dim, -1, block).cast(dtypes.float32) * sc.cast(dtypes.float32).unsqueeze(-1)).reshape(out_dim, in_dim)
+  for rows in (1, 5):
+    x = rng.standard_normal((rows, in_dim), dtype=np.float32)
+    GlobalCounters.reset()
+    got = (Tensor(x) @ wt.T).numpy()
+    assert GlobalCounters.kernel_count == 1
+    np.testing.assert_allclose(got, x @ w.T, rtol=1e-5, atol=1e-4)
