@@ -24,7 +24,7 @@ def copy_bandwidth() -> float:
 def fusegrad_rates(path: str, n_prompt: int, n_decode: int, max_context: int) -> tuple[float, float, float, float]:
   """(prefill tok/s, decode tok/s, seconds to the first token, weight bytes read per decoded token)."""
   model, _ = load_gguf(path, max_context=max_context)
-  return (*Generator(model).measure(prompt_ids(n_prompt), n_decode), sum(t.nbytes() for t in model.w.values()))
+  return (*Generator(model).measure(prompt_ids(n_prompt), n_decode), model.weight_bytes())
 
 def torch_rates(path: str, n_prompt: int, n_decode: int) -> tuple[float, float] | None:
   torch = get_torch()

@@ -1,6 +1,7 @@
 """fusegrad.llm.model against transformers: small random models of each family saved as Hugging Face checkpoints, loaded
 by fusegrad, compared logit by logit, in one prefill and token by token through the KV cache."""
 import numpy as np
+from fusegrad.uop.ops import Ops
 import pytest
 from fusegrad import Tensor, TinyJit, Variable, dtypes
 from fusegrad.llm.model import load_hf
@@ -69,3 +70,8 @@ def test_real_smollm2_gguf_logits_match_transformers():
   got = model(Tensor([tokens]), 0).numpy()[0]
   np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
   assert got.argmax() == want.argmax()
+  # the matrices stay packed (1-byte codes, expanded in each matmul) by default; unpacked at load they give the same logits
+  assert model.weight_bytes() < 160e6 and model.w["blk.0.ffn_up.weight"].uop.op is not Ops.BUFFER
+  unpacked, _ = load_gguf(path, max_context=64, dtype=dtypes.float32, packed=False)
+  assert unpacked.weight_bytes() > 500e6
+  np.testing.assert_allclose(unpacked(Tensor([tokens]), 0).numpy()[0], got, rtol=1e-4, atol=1e-4)
