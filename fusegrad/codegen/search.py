@@ -11,11 +11,13 @@ from fusegrad.uop.ops import UOp
 from fusegrad.codegen.opt import Opt, actions, choose
 
 def ast_key(device: str, ast: UOp) -> str:
-  """A stable identity for a kernel across processes (hash-consed UOps are only identical within one)."""
+  """A stable identity for a kernel on a target across processes (hash-consed UOps are only identical within one). The
+  target is the device kind and its renderer's compile flags (CPU_ISA=avx2 on an AVX-512 host is another target)."""
   order = ast.toposort()
   pos = {u: i for i, u in enumerate(order)}
   text = "\n".join(f"{u.op.name}|{u.dtype!r}|{u.arg!r}|{[pos[s] for s in u.src]}" for u in order)
-  return hashlib.sha256(f"{device.split(':')[0]}\n{text}".encode()).hexdigest()
+  target = " ".join(Device[device].renderer.compile_flags)
+  return hashlib.sha256(f"{device.split(':')[0]}\n{target}\n{text}".encode()).hexdigest()
 
 def _db() -> sqlite3.Connection:
   db = sqlite3.connect(os.path.join(cache_dir(), "cache.db"), timeout=30)

@@ -34,3 +34,11 @@ def test_kernel_suite_under_avx2():
                         "-k", "not test_ops.py or matmul or conv or sum or max or softmax or mean"],
                        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "CPU_ISA": "avx2"})
   assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+
+@pytest.mark.skipif(" avx512f" not in HOST, reason="needs a host wider than AVX2")
+def test_beam_cache_keys_name_the_target_isa():
+  # a kernel BEAM timed on AVX-512 is not the pick for the same kernel built for AVX2: the disk cache keys on the flags
+  code = ("from fusegrad import Tensor; from fusegrad.schedule import create_schedule; from fusegrad.codegen.search import ast_key\n"
+          "a = Tensor.ones(64, 64).contiguous().realize(); print(ast_key('CPU', create_schedule([(a @ a).uop])[0][-1].ast))")
+  keys = {isa: in_subprocess(isa, code).stdout.strip() for isa in ("native", "avx2")}
+  assert all(len(k) == 64 for k in keys.values()) and keys["native"] != keys["avx2"], keys
