@@ -60,7 +60,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
     if u.op is Ops.REDUCE: groups.setdefault((u.src[1:], u.arg[1] if isinstance(u.arg, tuple) else None), []).append(u)
   group_of = {m: g for g in groups.values() for m in g}
   order = sink.toposort(srcs=lambda u: u.src + (tuple(m.src[0] for m in group_of[u] if m is not u) if u in group_of else ()))
-  deps = loop_deps(order)
+  deps = loop_deps(order, group_of)
   root = Block(None)
   block_of: dict[UOp, Block] = {}
   def deepest(rs) -> Block: return max((block_of[r] for r in rs), key=lambda b: b.depth, default=root)

@@ -59,13 +59,16 @@ class Budget:
 MAX_STAGE = 1 << 17  # elements of one staged block: it lives on the C stack of each thread (512 KB of float32)
 _ids = itertools.count(10_000)
 
-def loop_deps(order: list[UOp]) -> dict[UOp, frozenset]:
+def loop_deps(order: list[UOp], groups: dict[UOp, list[UOp]] | None = None) -> dict[UOp, frozenset]:
   """The loops each node's value depends on (order: a toposort). A REDUCE closes its loops but depends on the tile
-  loop indexing its accumulator array; a STAGE closes its fill loops."""
+  loop indexing its accumulator array; a STAGE closes its fill loops. groups: REDUCEs that share one loop nest (each
+  depends on what any of them does, since their shared loop sits where all of them can run; order must put every
+  member's body before any member)."""
   deps: dict[UOp, frozenset] = {}
+  def closed(r: UOp) -> frozenset: return deps[r.src[0]] - frozenset(r.src[1:]) | (frozenset([r.arg[1]]) if isinstance(r.arg, tuple) else frozenset())
   for u in order:
     if u.op is Ops.RANGE: deps[u] = frozenset([u])
-    elif u.op is Ops.REDUCE: deps[u] = deps[u.src[0]] - frozenset(u.src[1:]) | (frozenset([u.arg[1]]) if isinstance(u.arg, tuple) else frozenset())
+    elif u.op is Ops.REDUCE: deps[u] = frozenset().union(*[closed(m) for m in (groups[u] if groups and u in groups else (u,))])
     elif u.op is Ops.STAGE: deps[u] = (deps[u.src[0]] | deps[u.src[1]]) - frozenset(u.src[2:])
     else: deps[u] = frozenset().union(*[deps[s] for s in u.src])
   return deps

@@ -4,7 +4,7 @@ import contextlib, time
 from typing import Iterator
 from fusegrad.device import Device
 from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, colored
-from fusegrad.uop.ops import Ops
+from fusegrad.uop.ops import Capturing, Ops
 from fusegrad.schedule import ScheduleItem
 from fusegrad.codegen.program import _bound, _programs, compile_ahead, get_program  # noqa: F401  (_programs: tests clear it)
 
@@ -15,9 +15,10 @@ _capturing: list | None = None
 def capture() -> Iterator[list]:
   """Record every kernel launched inside the block (what TinyJit replays) into the list it yields."""
   global _capturing
-  prev, _capturing = _capturing, []
+  prev, _capturing, was = _capturing, [], Capturing.active
+  Capturing.active = True
   try: yield _capturing
-  finally: _capturing = prev
+  finally: _capturing, Capturing.active = prev, was
 
 def is_capturing() -> bool: return _capturing is not None
 

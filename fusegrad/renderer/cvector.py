@@ -103,7 +103,8 @@ def uniform_in_vector(idx: UOp, lane: UOp, width: int) -> bool:
   weights (quantized matmuls), whose index otherwise looks lane dependent."""
   found = False
   for n, _ in _terms(idx):
-    if n is None or n is lane or lane not in n.toposort(): continue
+    if n is lane: return False
+    if n is None or lane not in n.toposort(): continue
     if n.op is not Ops.IDIV or n.src[1].op is not Ops.CONST or n.src[1].arg % width: return False
     inner = _terms(n.src[0])
     if sum(c for m, c in inner if m is lane) != 1: return False

@@ -227,6 +227,18 @@ def _slices_only(x: Tensor, idx: tuple) -> tuple:
   if len(idx) > x.ndim: raise IndexError(f"too many indices for a tensor of {x.ndim} dimension(s)")
   return idx
 
+def _ints_first(x: Tensor, indices) -> tuple[tuple, tuple] | None:
+  """(the int indices with full slices elsewhere, the other indices) when indices mix ints with a slice bounded by a
+  Variable (`cache[0, :, 0:pos+1]`): x[first][rest] reads the same; None otherwise."""
+  idx = indices if isinstance(indices, tuple) else (indices,)
+  if not any(isinstance(i, slice) and any(isinstance(b, UOp) for b in (i.start, i.stop)) for i in idx): return None
+  if not any(isinstance(i, int) and not isinstance(i, bool) for i in idx) or idx.count(Ellipsis) > 1: return None
+  if Ellipsis in idx:
+    e = idx.index(Ellipsis)
+    idx = idx[:e] + (slice(None),) * (x.ndim - len(idx) + 1) + idx[e + 1:]
+  is_int = [isinstance(i, int) and not isinstance(i, bool) for i in idx]
+  return tuple(i if k else slice(None) for i, k in zip(idx, is_int)), tuple(i for i, k in zip(idx, is_int) if not k)
+
 def _symbolic_end(x: Tensor, indices) -> tuple | None:
   """The shrink for slices of step 1 of which some end at a symbolic size (`x[:, :, 0:pos+1]`: the dim becomes
   symbolic); None if no slice does."""
@@ -277,6 +289,7 @@ class IndexingMixin(TensorMixin):
     """numpy/PyTorch indexing: ints, slices (negative steps too), None, ..., and integer/bool tensors or lists
     (advanced indexing, PyTorch's rules for where the indexed dims go); `x[:, pos:pos+n]` with pos a bound Variable
     (a fixed shape whatever its value; assigning to the result writes into x)."""
+    if (split := _ints_first(self, indices)) is not None: return self[split[0]][split[1]]
     if (arg := _symbolic_end(self, indices)) is not None: return self.shrink(arg)
     if (sym := _symbolic_slice(self, indices)) is not None: return self._symbolic_read(*sym)
     return self._getitem(indices)

@@ -1,6 +1,6 @@
 """The one IR: immutable, hash-consed UOp nodes."""
 from __future__ import annotations
-import functools, math, struct
+import math, struct
 from enum import Enum, auto
 from typing import Any, Callable
 from fusegrad.dtype import DType, dtypes, category, least_upper_dtype, result_dtype, truncate
@@ -64,7 +64,15 @@ class Sym:
   def __hash__(self): return hash((Sym, self.i))
   def __repr__(self): return f"Sym({self.i})"
 
-def is_sym(x: Any) -> bool: return isinstance(x, UOp)
+class Capturing:
+  """Set by engine.realize.capture while TinyJit captures a step: a shape derived from a Variable's current value (a
+  reshape that does not keep each symbolic dim whole) would be baked into every replay, so it raises then instead."""
+  active = False
+
+def _by_value(what: str) -> None:
+  if Capturing.active: raise TypeError(f"{what} depends on the Variables' current values, which a TinyJit replay would reuse for every value; "
+                                       "keep each symbolic dim whole (reshape only the int dims around it), or do this outside the jitted function")
+
 def smax(x: Any) -> int: return x.vmax if isinstance(x, UOp) else x
 
 def sym_value(x: Any) -> int:
@@ -109,12 +117,6 @@ def sym_node(op: Ops, x: UOp, arg: tuple, dtype: DType | None = None) -> UOp:
   new_arg = conv(arg)  # before srcs is read: conv appends to it
   return UOp(op, x.dtype if dtype is None else dtype, tuple(srcs), new_arg)
 
-def _sadd(a: Any, b: Any) -> Any:
-  """a + b for sizes, leaving out an added 0 so that equal sizes stay the same node."""
-  if not isinstance(b, UOp) and b == 0: return a
-  if not isinstance(a, UOp) and a == 0: return b
-  return a + b
-
 def _int_runs(shape: tuple) -> list[list]:
   """The runs of int sizes before, between and after the symbolic ones."""
   runs: list[list] = [[]]
@@ -134,12 +136,6 @@ def _broadcast_vshape(a: tuple, b: tuple) -> tuple:
     elif not isinstance(x, UOp) and not isinstance(y, UOp) and x == y: out.append(x)
     else: raise TensorError(f"shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast together: {_fmt_size(x)} and {_fmt_size(y)} differ")
   return tuple(out)
-
-def _smul(a: Any, b: Any) -> Any:
-  """a * b for sizes, leaving out a factor of 1 so that equal sizes stay the same node."""
-  if not isinstance(b, UOp) and b == 1: return a
-  if not isinstance(a, UOp) and a == 1: return b
-  return a * b
 
 def _merge_vshapes(shapes) -> tuple:
   """The symbolic sizes of sources already broadcast to one storage shape: a dim is symbolic if any source's is."""
@@ -332,6 +328,7 @@ class OpBuilder:
   # ---- elementwise (Tensor's semantics at tensor level)
   def add(self, x):
     if not self.tensor_level: return self.alu(Ops.ADD, self._kc(x))
+    if type(x) is int and x == 0 and self.device is None and self.shape == (): return self  # a symbolic size: n + 0 stays n's node
     a, b = self._broadcasted(x)
     return a.alu(Ops.OR if a.dtype == dtypes.bool else Ops.ADD, b)
   def sub(self, x, reverse: bool = False):
@@ -341,6 +338,7 @@ class OpBuilder:
     return a.alu(Ops.SUB, b)
   def mul(self, x, reverse: bool = False):
     if not self.tensor_level: return self._binary(Ops.MUL, x, reverse)
+    if type(x) is int and x == 1 and self.device is None and self.shape == (): return self  # (so shapes built from it match n)
     a, b = self._broadcasted(x, reverse)
     return a.alu(Ops.AND if a.dtype == dtypes.bool else Ops.MUL, b)
   def div(self, x, reverse: bool = False, rounding_mode: str | None = None):
@@ -534,7 +532,7 @@ class OpBuilder:
     mine, theirs = [s for s in vs if isinstance(s, UOp)], [s for s in shape if isinstance(s, UOp)]
     if len(mine) == 1 and not theirs and shape.count(-1) == 1:  # the -1 stands for the symbolic dim (times an int)
       n, known = prod(s for s in vs if not isinstance(s, UOp)), prod(s for s in shape if s != -1)
-      if known and n % known == 0: shape, theirs = tuple(_smul(mine[0], n // known) if s == -1 else s for s in shape), [_smul(mine[0], n // known)]
+      if known and n % known == 0: shape, theirs = tuple(mine[0] * (n // known) if s == -1 else s for s in shape), [mine[0] * (n // known)]
     if mine and len(mine) == len(theirs) and all(a is b for a, b in zip(mine, theirs)):
       # the same symbolic dims in the same order: the int dims between each two regroup among themselves
       src_runs, dst_runs = _int_runs(vs), _int_runs(shape)
@@ -547,6 +545,7 @@ class OpBuilder:
       new = tuple(x for run, sym in zip(out, theirs + [None]) for x in run + ([sym] if sym is not None else []))
       return self if all(a is b for a, b in zip(new, vs)) and len(new) == len(vs) else sym_node(Ops.RESHAPE, self, new)
     # otherwise by value: self's symbolic dims cut to their values, the target's padded up to their storage
+    _by_value(f"reshaping {fmt_shape(vs)} to {fmt_shape(shape)}")
     x = self.shrink(tuple((0, sym_value(s)) for s in vs)) if mine else self
     x = x.reshape(tuple(s if not isinstance(s, UOp) else sym_value(s) for s in shape))
     if not theirs: return x
@@ -565,7 +564,9 @@ class OpBuilder:
           raise IndexError(f"dim {d}: shrink ({b}, {_fmt_size(e)}) with {_fmt_size(e)} in [{e.vmin}, {e.vmax}] can leave the dim's {n} positions")
         out.append((b, e))
       elif not 0 <= b <= e <= sym_value(s): raise TensorError(f"shrink {tuple(arg)} out of bounds for shape {fmt_shape(vs)}")
-      else: out.append((b, e))
+      else:
+        if isinstance(s, UOp) and e > s.vmin: _by_value(f"shrinking the symbolic dim {_fmt_size(s)} to {e}")
+        out.append((b, e))
     return self if all(o[1] is s or o == (0, s) for o, s in zip(out, vs)) else sym_node(Ops.SHRINK, self, tuple(out))
   def _sym_pad(self, pairs):
     for p in pairs:
@@ -578,7 +579,7 @@ class OpBuilder:
     s, e = norm_axis(start_dim, len(self.shape)), norm_axis(end_dim, len(self.shape))
     if s > e: raise TensorError(f"flatten start_dim {start_dim} comes after end_dim {end_dim}")
     vs = self.vshape
-    return self.reshape(vs[:s] + (functools.reduce(_smul, vs[s:e + 1], 1),) + vs[e + 1:])
+    return self.reshape(vs[:s] + (prod(vs[s:e + 1]),) + vs[e + 1:])
 
   # ---- data placement (tensor level)
   def contiguous(self):
@@ -712,7 +713,7 @@ class UOp(OpBuilder, metaclass=UOpMeta):
     inner = src[0].vshape
     if op in (Ops.RESHAPE, Ops.EXPAND): vs = tuple(arg)
     elif op is Ops.PERMUTE: vs = tuple(inner[i] for i in arg)
-    elif op is Ops.PAD: vs = tuple(_sadd(_sadd(s, b), a) if any(isinstance(x, UOp) for x in (s, b, a)) else n for s, (b, a), n in zip(inner, arg, shape))
+    elif op is Ops.PAD: vs = tuple(s + b + a if any(isinstance(x, UOp) for x in (s, b, a)) else n for s, (b, a), n in zip(inner, arg, shape))
     elif op is Ops.SHRINK: vs = tuple(e - b if b else e for b, e in arg)
     elif op is Ops.REDUCE_AXIS: vs = tuple(1 if i in arg[1] else s for i, s in enumerate(inner))
     elif op is Ops.GATHER: vs = src[1].vshape

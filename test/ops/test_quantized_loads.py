@@ -43,3 +43,15 @@ def test_block_scaled_matvec(out_dim, in_dim, block):
     got = (Tensor(x) @ wt.T).numpy()
     assert GlobalCounters.kernel_count == 1
     np.testing.assert_allclose(got, x @ w.T, rtol=1e-5, atol=1e-4)
+
+@pytest.mark.parametrize("p", [0, 2, 5])
+def test_index_with_a_lane_term_beside_a_division_is_gathered(p):
+  # tiling a row then regrouping it reads (x + lane) // 24 * 8 + lane: the quotient is the same in each vector's lanes
+  # but the index is not, so it must not become one broadcast load (it once did: every lane read lane 0's value)
+  from fusegrad import Variable
+  cn = np.arange(12 * 2 * 8, dtype=np.float32).reshape(1, 12, 2, 8)
+  pos = Variable("pos", 0, 11).bind(p)
+  got = Tensor(cn)[:, 0:pos + 1].repeat((1, 1, 1, 3)).reshape(1, pos + 1, 6, 8)
+  np.testing.assert_array_equal(got.numpy(), np.tile(cn[:, :p + 1], (1, 1, 1, 3)).reshape(1, p + 1, 6, 8))
+  flat = Tensor(cn[0, :p + 1]).repeat((1, 1, 3)).pad(((0, 3), None, None))[:p + 1].reshape(p + 1, 6, 8)
+  np.testing.assert_array_equal(flat.numpy(), np.tile(cn[0, :p + 1], (1, 1, 3)).reshape(p + 1, 6, 8))

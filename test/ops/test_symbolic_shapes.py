@@ -157,3 +157,46 @@ def test_bad_symbolic_shapes_raise_clearly():
   with pytest.raises(TypeError, match="step 1"): x[:, 0:v + 1:2]
   w = Tensor(rnd(2, 8), requires_grad=True)
   with pytest.raises(NotImplementedError, match="symbolic"): w[:, 0:v].sum().backward()
+
+def test_tinygrad_llama_attention_under_jit():
+  # tinygrad's LLaMA attention step: write the new keys and values at start_pos, read 0:start_pos+1 of the cache,
+  # repeat the kv heads, attend; one capture for every position
+  MAXC, KV, REP, HD = 12, 2, 3, 8
+  cache_kv = Tensor.zeros(2, 1, MAXC, KV, HD).contiguous().realize()
+  ref = np.zeros((2, 1, MAXC, KV, HD), np.float32)
+  def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    bs, seqlen, n_kv_heads, head_dim = x.shape
+    return x.repeat((1, 1, 1, n_rep)).reshape(bs, seqlen, n_kv_heads * n_rep, head_dim)
+  @TinyJit
+  def attn(xq, xk, xv, start_pos):
+    cache_kv[:, :, start_pos:start_pos + 1, :, :].assign(Tensor.stack(xk, xv)).realize()
+    keys, values = repeat_kv(cache_kv[0, :, 0:start_pos + 1, :, :], REP), repeat_kv(cache_kv[1, :, 0:start_pos + 1, :, :], REP)
+    return xq.transpose(1, 2).scaled_dot_product_attention(keys.transpose(1, 2), values.transpose(1, 2)).transpose(1, 2).realize()
+  for p in range(6):
+    q, k, v = rnd(1, 1, KV * REP, HD, seed=p), rnd(1, 1, KV, HD, seed=p + 10), rnd(1, 1, KV, HD, seed=p + 20)
+    out = attn(Tensor(q), Tensor(k), Tensor(v), Variable("start_pos", 0, MAXC - 1).bind(p)).numpy()
+    ref[0, :, p], ref[1, :, p] = k[:, 0], v[:, 0]
+    K, V = (np.repeat(ref[i, :, :p + 1], REP, axis=2).transpose(0, 2, 1, 3) for i in (0, 1))
+    want = (softmax(q.transpose(0, 2, 1, 3) @ K.transpose(0, 1, 3, 2) / np.sqrt(HD)) @ V).transpose(0, 2, 1, 3)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6, err_msg=f"position {p}")
+  assert attn.cnt == 2
+
+def test_reshape_by_value_inside_a_jit_raises():
+  # a reshape that merges a symbolic dim with an int one goes through the current value, which a replay would reuse
+  @TinyJit
+  def f(x, n): return x[:, 0:n].reshape(-1).sum().realize()
+  x = Tensor(rnd(3, 8))
+  assert abs(f(x, Variable("n", 1, 8).bind(2)).item() - rnd(3, 8)[:, :2].sum()) < 1e-5  # the first call runs eagerly
+  with pytest.raises(TypeError, match="TinyJit replay"): f(x, Variable("n", 1, 8).bind(3))
+
+def test_a_reduction_whose_rows_are_partly_padding():
+  # a reduce over rows of which some are padding (zeros) split into lanes: the copies of a reduction that do not read
+  # the padded rows must not be placed before the loop they share with those that do (the linearizer crashed)
+  rng = np.random.default_rng(0)
+  cn, qn = rng.standard_normal((1, 12, 2, 8)).astype(np.float32), rng.standard_normal((1, 6, 1, 8)).astype(np.float32)
+  k = Tensor(cn).realize()
+  kk = k.reshape(1, 1, 1, 12, 1, 2, 1, 8).expand(1, 1, 1, 12, 1, 2, 3, 8)[:, :, :, 0:2].reshape(1, 2, 2, 24).pad((None, (0, 10), None, None))
+  kk = kk[:, 0:2].reshape(1, 2, 6, 8).pad((None, (0, 10), None, None))
+  out = (Tensor(qn).reshape(1, 6, 1, 1, 8) * kk.permute(0, 2, 1, 3).reshape(1, 6, 1, 12, 8)).sum(-1)
+  kn = np.pad(np.tile(cn[:, :2], (1, 1, 1, 3)).reshape(1, 2, 6, 8), ((0, 0), (0, 10), (0, 0), (0, 0)))
+  np.testing.assert_allclose(out.numpy(), (qn.reshape(1, 6, 1, 1, 8) * kn.transpose(0, 2, 1, 3).reshape(1, 6, 1, 12, 8)).sum(-1), rtol=1e-5, atol=1e-5)

@@ -63,7 +63,8 @@ def test_bad_variable_slices_raise_clearly():
   with pytest.raises(TypeError, match="start:start"): x[:, v:v + 2:2]       # a step
   with pytest.raises(TypeError, match="start:start"): x[:, v:5]             # a length that depends on the value
   with pytest.raises(TypeError, match="start:start"): x[:, v:Variable("q", 0, 6).bind(3)]
-  with pytest.raises(TypeError, match="only slices"): x[0, v:v + 1]         # an int in another dim
+  with pytest.raises(TypeError, match="only slices"): x[[0, 1], v:v + 1]    # advanced indexing in another dim
+  np.testing.assert_array_equal(x[1, v:v + 2].numpy(), DATA[1, 2:4])         # an int in another dim is applied first
 
 def _written_elements(t: Tensor) -> int:
   """Elements the kernel that realizes t's pending write stores (its ASSIGN's value)."""
