@@ -1,7 +1,7 @@
 """GGUF weights in a matmul, three ways, for a 1536x576 weight (SmolLM2's ffn_up/ffn_gate; its torch shape, 576 inputs)
 times a 1x576 activation (one decoded token) and a 64x576 one (a prompt):
   raw:      the file's bytes, dequantized inside the matmul (nn.gguf.dequantize fused);
-  packed:   1-byte codes and per-block scales made once at load (nn.gguf.pack), expanded inside the matmul (the model's
+  packed:   codes (4-bit types: two a byte) and per-block scales made once at load (nn.gguf.pack), expanded inside the matmul (the model's
             default where the CPU widens 8-bit ints to floats in one instruction);
   float16:  unpacked once at load into float16 (the model's other choice), the reference column.
 The "from DRAM" rows cycle through 32 such weights, more than the caches hold, as decoding a whole model does once per token.
@@ -11,7 +11,7 @@ import sys
 from common import Row, fg_times, check_close, print_table, print_problems, env_info  # first: drops OPENBLAS_* before numpy loads
 import numpy as np
 from fusegrad import Tensor, GlobalCounters, dtypes
-from fusegrad.llm.gguf import dequantize, expand, pack
+from fusegrad.llm.gguf import dequantize, pack
 
 OUT, IN, CYCLE = 1536, 576, 32
 
@@ -40,7 +40,7 @@ def cycled_s(make, n: int, reps: int = 3) -> float:
 
 def packed(raw: Tensor, qt: str) -> Tensor:
   """The weight as the model keeps it packed: codes and scales realized, expanded lazily where it is read."""
-  return expand(*(t if t is None else t.realize() for t in pack(raw, qt, (OUT, IN))))
+  return pack(raw, qt, (OUT, IN)).realize().expand()
 
 def dram_rows(qt: str, q: np.ndarray, rng) -> list[Row]:
   raws = [Tensor(q.copy()).realize() for _ in range(CYCLE)]
@@ -58,7 +58,7 @@ def rows(qtypes=("Q8_0", "Q4_1"), batches=(1, 64)) -> list[Row]:
     q = quantized(qt, rng)
     raw = Tensor(q).realize()  # the file's bytes on the device: (1536, bytes per row) uint8
     _, unpack_s, _ = fg_times(lambda: dequantize(raw, qt).cast(dtypes.float16).realize(), 5)
-    _, pack_s, _ = fg_times(lambda: Tensor.realize_all(*(t for t in pack(raw, qt, (OUT, IN)) if t is not None)), 5)
+    _, pack_s, _ = fg_times(lambda: pack(raw, qt, (OUT, IN)).realize(), 5)
     half, pk = dequantize(raw, qt).cast(dtypes.float16).realize(), packed(raw, qt)
     want = dequantize(raw, qt).numpy().astype(np.float64)
     for b in batches:

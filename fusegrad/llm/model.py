@@ -99,8 +99,8 @@ def rotate(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool) -> Tensor:
 class Transformer:
   """`model(tokens, start_pos) -> logits of the last position` (B, vocab). tokens: (B, T) int Tensor; start_pos: int or
   bound Variable. The weights are a dict of Tensors by GGUF names (`blk.0.attn_q.weight`, ...)."""
-  def __init__(self, cfg: Config, weights: dict[str, Tensor], batch: int = 1, cache_dtype=dtypes.float32, prompt_dtype=dtypes.float32):
-    self.cfg, self.w, self.prompt_dtype = cfg, weights, prompt_dtype
+  def __init__(self, cfg: Config, weights: dict[str, Tensor], batch: int = 1, cache_dtype=dtypes.float32):
+    self.cfg, self.w = cfg, weights
     if "output.weight" not in weights: self.w["output.weight"] = weights["token_embd.weight"]  # tied embeddings
     dev = weights["token_embd.weight"].device
     freqs = Tensor(rope_frequencies(cfg), device=dev)
@@ -128,8 +128,8 @@ class Transformer:
   def linear(self, x: Tensor, name: str) -> Tensor:
     w = self.w[f"{name}.weight"]
     # a packed weight (lazy: expanded where it is read) is expanded into a buffer first for several tokens, whose matmul
-    # would otherwise expand each block once per tile of tokens (into prompt_dtype: float16 halves the bytes)
-    if x.shape[-2] > 1 and buffer_view(w.uop) is None: w = w.cast(self.prompt_dtype).contiguous()
+    # would otherwise expand each block once per tile of tokens (float32: that kernel runs as SIMD vectors)
+    if x.shape[-2] > 1 and buffer_view(w.uop) is None: w = w.contiguous()
     y = x @ w.T
     return y + self.w[f"{name}.bias"] if f"{name}.bias" in self.w else y
 
@@ -228,13 +228,13 @@ def load_hf(folder: str, max_context: int = 2048, device: str | None = None) -> 
 def load_gguf(path: str, max_context: int = 2048, device: str | None = None, dtype=None, packed: bool | None = None) -> tuple[Transformer, dict]:
   """A GGUF file (or the first of split files): the model and the file's metadata (which holds the tokenizer).
   packed (default: where the target converts 8-bit ints to float vectors in one instruction, as it does halves): the
-  quantized matrices stay packed, about 1 byte a value (`nn.gguf.pack`), and each matmul expands the blocks it reads,
-  so a decoded token reads about half the bytes of float16 weights; a prompt's matmuls expand them into dtype first.
-  Otherwise they are unpacked once, here, into dtype. dtype defaults to float16 where the target loads half vectors in
-  one instruction, else float32. Norms and biases stay float32, and all math is float32."""
+  quantized matrices stay packed, 0.6 to 1.1 bytes a value (`nn.gguf.pack`), and each matmul expands the blocks it reads,
+  so a decoded token reads a third to a half of the bytes of float16 weights; a prompt's matmuls expand them into
+  float32 buffers first. Otherwise they are unpacked once, here, into dtype (default float16 where the target loads
+  half vectors in one instruction, else float32). Norms and biases stay float32, and all math is float32."""
   import os, sys
   from fusegrad.helpers import tqdm
-  from fusegrad.llm.gguf import PACKED_TYPES, expand, pack, read_gguf
+  from fusegrad.llm.gguf import PACKED_TYPES, pack, read_gguf
   from fusegrad import Device
   f, fast = read_gguf(path), Device[device or Device.DEFAULT].renderer.half_loads
   if dtype is None: dtype = dtypes.float16 if fast else dtypes.float32
@@ -242,8 +242,8 @@ def load_gguf(path: str, max_context: int = 2048, device: str | None = None, dty
   def weight(name: str) -> Tensor:
     info = f.tensors[name]
     if packed and len(info.shape) >= 2 and info.ggml_type.name in PACKED_TYPES:
-      return expand(*(t if t is None else t.contiguous().realize() for t in pack(f.raw(name, device), info.ggml_type, info.shape)))
+      return pack(f.raw(name, device), info.ggml_type, info.shape).realize().expand()
     return f.load(name, device).cast(dtype if len(info.shape) >= 2 else dtypes.float32).realize()
   weights = {k: weight(k) for k in tqdm(f.tensors, desc=f"loading {os.path.basename(path)}", disable=not sys.stderr.isatty())}
   cfg = Config.from_gguf(f.metadata, max_context, tied="output.weight" not in weights)
-  return Transformer(cfg, weights, prompt_dtype=dtype), f.metadata
+  return Transformer(cfg, weights), f.metadata

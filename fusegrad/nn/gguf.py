@@ -371,18 +371,49 @@ def _bits(x: Tensor) -> Tensor:
   """(n, k) bytes -> (n, 8k): bit j of the little-endian bit string, bit 0 of byte 0 first."""
   return _fields(x, 8, 1).transpose(-1, -2).reshape(x.shape[0], -1)
 
-# Each quantized type as (codes, scales, mins) for blocks of B values: value = scale * code (+ min), in float32, with
-# codes of 1 byte (int8 or uint8) and one scale (and min) per block. The arithmetic is the reference's, operation for
-# operation (d * q + m, not d * (q + m/d)), so the values are bit-exact; a K-quant's (d * sub-scale) is its block scale.
-# Kept in this form, a weight is read at 1 byte a value (plus its scales) and expanded inside the matmul that reads it.
-Packed = tuple[Tensor, Tensor, "Tensor | None"]  # codes (n, k, B), scales (n, k), mins (n, k) or None
+# Each quantized type packed for keeping in memory: one code a value (int8 or uint8; the 4-bit types two codes a byte,
+# as the file has them) and a scale (and min) a block, value = scale * (code + offset) (+ min), in float32. The arithmetic
+# is the reference's, operation for operation (d * q + m, d * (q - 8), not d * (q + m/d)), so the values are bit-exact;
+# a K-quant's (d * sub-scale) is its block scale. A weight kept so is read at 0.6 to 1.1 bytes a value and expanded
+# inside the matmul that reads it.
+@dataclass(frozen=True)
+class Packed:
+  """codes (..., G, m): m codes each for G groups (nibbles: m bytes holding 2m codes, the low nibbles first); scales and
+  mins (..., K), one per block of G*m (nibbles: 2*G*m) / K values; mins None for symmetric types."""
+  codes: Tensor
+  scales: Tensor
+  mins: Tensor | None = None
+  nibbles: bool = False
+  offset: int = 0
+  def tensors(self) -> list[Tensor]: return [t for t in (self.codes, self.scales, self.mins) if t is not None]
+  def realize(self) -> Packed:
+    """The three tensors computed into buffers of their own (a packed weight to keep)."""
+    p = Packed(self.codes.contiguous(), self.scales.contiguous(), None if self.mins is None else self.mins.contiguous(), self.nibbles, self.offset)
+    Tensor.realize_all(*p.tensors())
+    return p
+  def reshape(self, lead: tuple[int, ...]) -> Packed:
+    """Rows of `lead` (a weight's shape without its last dim), each holding its blocks."""
+    return Packed(self.codes.reshape(*lead, -1, self.codes.shape[-1]), self.scales.reshape(*lead, -1),
+                  None if self.mins is None else self.mins.reshape(*lead, -1), self.nibbles, self.offset)
+  def expand(self) -> Tensor:
+    """The float32 values (..., K * block): lazy, so a matmul reading them expands them in its own kernel."""
+    q = self.codes.cast(dtypes.float32)
+    if self.nibbles:  # low nibble b - 16*floor(b/16), high floor(b/16): float math that runs as SIMD vectors
+      hi = (q * 0.0625).floor()
+      sel = Tensor.arange(2, device=q.device).float().reshape(2, 1)
+      q = (q - hi * 16).unsqueeze(-2) * (1 - sel) + hi.unsqueeze(-2) * sel  # (..., G, 2, m)
+    if self.offset: q = q + self.offset
+    k = self.scales.shape[-1]
+    v = q.reshape(*self.scales.shape, -1) * self.scales.cast(dtypes.float32).unsqueeze(-1)
+    if self.mins is not None: v = v + self.mins.cast(dtypes.float32).unsqueeze(-1)
+    return v.reshape(*self.scales.shape[:-1], k * v.shape[-1])
 
 def _i8(x: Tensor) -> Tensor: return x.bitcast(dtypes.int8)
-def _p4_0(b: Tensor) -> Packed: return (_nibbles(b[:, 2:18]).cast(dtypes.int8) - 8).unsqueeze(1), _f16h(b, 0), None
-def _p4_1(b: Tensor) -> Packed: return _nibbles(b[:, 4:20]).unsqueeze(1), _f16h(b, 0), _f16h(b, 2)
-def _p5_0(b: Tensor) -> Packed: return ((_nibbles(b[:, 6:22]) | (_bits(b[:, 2:6]) << 4)).cast(dtypes.int8) - 16).unsqueeze(1), _f16h(b, 0), None
-def _p5_1(b: Tensor) -> Packed: return (_nibbles(b[:, 8:24]) | (_bits(b[:, 4:8]) << 4)).unsqueeze(1), _f16h(b, 0), _f16h(b, 2)
-def _p8_0(b: Tensor) -> Packed: return _i8(b[:, 2:34]).unsqueeze(1), _f16h(b, 0), None
+def _p4_0(b: Tensor) -> Packed: return Packed(b[:, 2:18].unsqueeze(1), _f16h(b, 0), None, True, -8)
+def _p4_1(b: Tensor) -> Packed: return Packed(b[:, 4:20].unsqueeze(1), _f16h(b, 0), _f16h(b, 2), True)
+def _p5_0(b: Tensor) -> Packed: return Packed(((_nibbles(b[:, 6:22]) | (_bits(b[:, 2:6]) << 4)).cast(dtypes.int8) - 16).unsqueeze(1), _f16h(b, 0))
+def _p5_1(b: Tensor) -> Packed: return Packed((_nibbles(b[:, 8:24]) | (_bits(b[:, 4:8]) << 4)).unsqueeze(1), _f16h(b, 0), _f16h(b, 2))
+def _p8_0(b: Tensor) -> Packed: return Packed(_i8(b[:, 2:34]).unsqueeze(1), _f16h(b, 0))
 
 def _k_scales(s: Tensor) -> tuple[Tensor, Tensor]:
   """The 12 scale bytes of a Q4_K/Q5_K block -> 8 six-bit scales and 8 six-bit mins (n, 8), as float32. Bytes 0-3 hold
@@ -392,15 +423,15 @@ def _k_scales(s: Tensor) -> tuple[Tensor, Tensor]:
   m = (b & 63).cat((c >> 4) | ((b >> 6) << 4), dim=1)
   return sc.cast(dtypes.float32), m.cast(dtypes.float32)
 
-def _k_affine(b: Tensor, q: Tensor) -> Packed:
+def _k_affine(b: Tensor, q: Tensor, nibbles: bool) -> Packed:
   """Q4_K/Q5_K: 8 sub-blocks of 32, value = (d * scale) * q - (dmin * min)."""
   sc, m = _k_scales(b[:, 4:16])
-  return q, _f16(b, 0) * sc, -(_f16(b, 2) * m)
+  return Packed(q, _f16(b, 0) * sc, -(_f16(b, 2) * m), nibbles)
 def _k_low(qs: Tensor) -> Tensor:
   """128 bytes -> (n, 8, 32): four 32-byte chunks, each the low nibbles (sub-block 2i) then the high ones (2i + 1)."""
   return _fields(qs.reshape(-1, 4, 32), 2, 4).reshape(-1, 8, 32)
-def _p4_k(b: Tensor) -> Packed: return _k_affine(b, _k_low(b[:, 16:144]))
-def _p5_k(b: Tensor) -> Packed: return _k_affine(b, _k_low(b[:, 48:176]) | (_fields(b[:, 16:48], 8, 1) << 4))  # bit i of byte l: sub-block i
+def _p4_k(b: Tensor) -> Packed: return _k_affine(b, b[:, 16:144].reshape(-1, 4, 32), True)  # chunk i: sub-blocks 2i, 2i + 1
+def _p5_k(b: Tensor) -> Packed: return _k_affine(b, _k_low(b[:, 48:176]) | (_fields(b[:, 16:48], 8, 1) << 4), False)  # bit i of byte l: sub-block i
 
 def _p6_k(b: Tensor) -> Packed:
   """Two halves of 128; in half h, value 32k + l takes a nibble of ql[64h + 32(k % 2) + l] (high if k >= 2) and bits 2k, 2k+1
@@ -408,22 +439,16 @@ def _p6_k(b: Tensor) -> Packed:
   lo = _fields(b[:, 0:128].reshape(-1, 2, 2, 32), 2, 4).transpose(-3, -2).reshape(-1, 2, 4, 32)
   hi = _fields(b[:, 128:192].reshape(-1, 2, 32), 4, 2)
   q = ((lo | (hi << 4)).cast(dtypes.int8) - 32).reshape(-1, 16, 16)
-  return q, _f16(b, 208) * _i8(b[:, 192:208]).cast(dtypes.float32), None
+  return Packed(q, _f16(b, 208) * _i8(b[:, 192:208]).cast(dtypes.float32))
 
 _PACK: dict[str, Callable[[Tensor], Packed]] = {"Q4_0": _p4_0, "Q4_1": _p4_1, "Q5_0": _p5_0, "Q5_1": _p5_1, "Q8_0": _p8_0,
                                                "Q4_K": _p4_k, "Q5_K": _p5_k, "Q6_K": _p6_k}
-
-def expand(codes: Tensor, scales: Tensor, mins: Tensor | None) -> Tensor:
-  """The float32 values of packed blocks: codes (..., k, B), scales and mins (..., k) -> (..., k * B)."""
-  v = codes.cast(dtypes.float32) * scales.cast(dtypes.float32).unsqueeze(-1)
-  if mins is not None: v = v + mins.cast(dtypes.float32).unsqueeze(-1)
-  return v.reshape(*codes.shape[:-2], codes.shape[-2] * codes.shape[-1])
 
 def _bf16(b: Tensor) -> Tensor: return (b.bitcast(dtypes.uint16).cast(dtypes.uint32) << 16).bitcast(dtypes.float32)
 
 _DEQUANT: dict[str, Callable[[Tensor], Tensor]] = {
   "F32": lambda b: b.bitcast(dtypes.float32), "F16": lambda b: b.bitcast(dtypes.float16).cast(dtypes.float32), "BF16": _bf16,
-  **{name: (lambda p: lambda b: expand(*p(b)))(p) for name, p in _PACK.items()}}
+  **{name: (lambda p: lambda b: p(b).expand())(p) for name, p in _PACK.items()}}
 SUPPORTED_TYPES = tuple(_DEQUANT)
 
 def _dequant(raw: Tensor, t: GGMLType, shape: tuple[int, ...]) -> Tensor:
@@ -432,17 +457,13 @@ def _dequant(raw: Tensor, t: GGMLType, shape: tuple[int, ...]) -> Tensor:
 PACKED_TYPES = tuple(_PACK)
 
 def pack(raw: Tensor, ggml_type: int | str | GGMLType, shape: tuple[int, ...]) -> Packed:
-  """A quantized tensor's raw bytes (as stored) as (codes, scales, mins): codes (*shape[:-1], k, B) int8 or uint8, scales
-  and mins (*shape[:-1], k) float16 or float32 (mins None for symmetric types), so that `expand(codes, scales, mins)` is
-  `dequantize(raw, ggml_type, shape)` bit for bit. Lazy Tensor ops: realize the three to keep a weight at about 1 byte
-  a value and expand it inside each kernel that reads it."""
+  """A quantized tensor's raw bytes (as stored) as a Packed weight whose rows are shape[:-1]: `pack(...).expand()` is
+  `dequantize(raw, ggml_type, shape)` bit for bit. Lazy Tensor ops: `.realize()` it to keep a weight at 0.6 (4-bit types)
+  to 1.1 bytes a value, expanded inside each kernel that reads it."""
   t = to_ggml_type(ggml_type)
   if t.name not in _PACK: raise ValueError(f"pack: {t.name} is not a packed type (packed: {', '.join(PACKED_TYPES)})")
-  codes, scales, mins = _PACK[t.name](raw.reshape(-1, t.type_size))
-  b = codes.shape[-1]
-  if not shape or shape[-1] % b: raise ValueError(f"pack: the last dim of {shape} must hold whole blocks of {b}")
-  lead = (*shape[:-1], shape[-1] // b)
-  return codes.reshape(*lead, b), scales.reshape(lead), None if mins is None else mins.reshape(lead)
+  if not shape or shape[-1] % t.block_size: raise ValueError(f"pack: the last dim of {shape} must hold whole blocks of {t.block_size}")
+  return _PACK[t.name](raw.reshape(-1, t.type_size)).reshape(tuple(shape[:-1]))
 
 def dequantize(raw: Tensor, ggml_type: int | str | GGMLType, shape: tuple[int, ...] | None = None) -> Tensor:
   """The float32 values of quantized blocks: `raw` is uint8 bytes as stored in a GGUF file (any shape; rows may be sliced

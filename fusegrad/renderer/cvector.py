@@ -40,6 +40,7 @@ static inline f32x$w fma_f32x$w(f32x$w a, f32x$w b, f32x$w c) { return $fma; }
 static inline f32x$w bcast_f32x$w(float x) { return (f32x$w){$lanes}; }
 static inline f32x$w ldh_f32x$w(const _Float16* p) { return $half; }
 static inline f32x$w mld_f32x$w(const float* p, i32x$w m) { return $masked; }
+static inline f32x$w round_f32x$w(f32x$w x, const int mode) { return $round; }
 static inline f32x$w ldi8_f32x$w(const signed char* p) { return $i8; }
 static inline f32x$w ldu8_f32x$w(const unsigned char* p) { return $u8; }
 static inline f32x$w ldi16_f32x$w(const short* p) { return $i16; }
@@ -72,6 +73,14 @@ def _widen(op: str, intr: str, load16: str, load8: str) -> dict[int, tuple[str, 
                f"(f32x16)_mm512_cvtepi32_ps(_mm512_{intr}({'_mm_loadu_si128' if load16.startswith('*(const c8') else '_mm256_loadu_si256'}((const void*)p)))"),
           8: ("__AVX2__", f"__builtin_convertvector(__builtin_ia32_{op}256({load8}), f32x8)",
               f"(f32x8)_mm256_cvtepi32_ps(_mm256_{intr}({'_mm_loadl_epi64' if load8.startswith('({') else '_mm_loadu_si128'}((const void*)p)))")}
+# floor, ceil, trunc, rint (to nearest even): one rounding instruction where the target has one; its mode is its imm8
+# (0 nearest, 1 down, 2 up, 3 toward zero; +8 keeps the precision exception quiet)
+ROUND = {16: ("__AVX512F__", "(f32x16)__builtin_ia32_rndscaleps_mask((f32x16a)x, mode | 8, (f32x16a)x, (unsigned short)-1, 4)",
+              "(f32x16)_mm512_roundscale_ps((__m512)x, mode | 8)"),
+         8: ("__AVX__", "(f32x8)__builtin_ia32_roundps256((f32x8a)x, mode | 8)", "(f32x8)_mm256_round_ps((__m256)x, mode | 8)"),
+         4: ("__SSE4_1__", "(f32x4)__builtin_ia32_roundps((f32x4a)x, mode | 8)", "(f32x4)_mm_round_ps((__m128)x, mode | 8)")}
+ROUND_MODE = {Ops.RINT: 0, Ops.FLOOR: 1, Ops.CEIL: 2, Ops.TRUNC: 3}
+_ROUND_FN = {0: "rintf", 1: "floorf", 2: "ceilf", 3: "truncf"}
 _LOAD8 = "({ long long q; __builtin_memcpy(&q, p, 8); (c8v8)(q64v8){q, 0}; })"
 WIDEN = {"i8": _widen("pmovsxbd", "cvtepi8_epi32", "*(const c8v16*)p", _LOAD8), "u8": _widen("pmovzxbd", "cvtepu8_epi32", "*(const c8v16*)p", _LOAD8),
          "i16": _widen("pmovsxwd", "cvtepi16_epi32", "*(const i16x16*)p", "*(const i16x8*)p")}
@@ -88,29 +97,27 @@ def prelude(width: int, math: bool) -> str:
   out = intrinsics + PRELUDE.substitute(w=width, b=4 * width, h=2 * width, lanes=", ".join(["x"] * width), fma=_best(FMA, width, "a*b+c"),
                                         half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"),
                                         masked=_best(MASKED, width, f"(f32x{width}){{" + ", ".join(f"m[{i}]?p[{i}]:0.0f" for i in range(width)) + "}"),
-                                        **{k: _best(t, width, f"(f32x{width}){{" + ", ".join(f"p[{i}]" for i in range(width)) + "}") for k, t in WIDEN.items()})
+                                        **{k: _best(t, width, f"(f32x{width}){{" + ", ".join(f"p[{i}]" for i in range(width)) + "}") for k, t in WIDEN.items()},
+                                        round=_best(ROUND, width, "(mode == 0 ? (f32x{w}){{{r0}}} : mode == 1 ? (f32x{w}){{{r1}}} : mode == 2 ? (f32x{w}){{{r2}}} : (f32x{w}){{{r3}}})".format(
+                                          w=width, **{f"r{m}": ", ".join(f"__builtin_{fn}(x[{i}])" for i in range(width)) for m, fn in _ROUND_FN.items()})))
   return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
 
-def lane_stride(idx: UOp, lane: UOp) -> int | None:
-  """idx = (terms free of lane) + c*lane: c, else None (then one lane's index says nothing of the others)."""
-  terms = _terms(idx)
-  if any(n is not None and n is not lane and lane in n.toposort() for n, _ in terms): return None
-  return sum(c for n, c in terms if n is lane)
-
-def uniform_in_vector(idx: UOp, lane: UOp, width: int) -> bool:
-  """Is idx the same in all lanes of a vector (lanes b ... b+width-1, b a multiple of width)? True when lane appears
-  only in terms (x + lane) // c with x a multiple of width and c of width: a block's scale read by each of its
-  weights (quantized matmuls), whose index otherwise looks lane dependent."""
-  found = False
-  for n, _ in _terms(idx):
-    if n is lane: return False
-    if n is None or lane not in n.toposort(): continue
-    if n.op is not Ops.IDIV or n.src[1].op is not Ops.CONST or n.src[1].arg % width: return False
-    inner = _terms(n.src[0])
-    if sum(c for m, c in inner if m is lane) != 1: return False
-    if any(m is not lane and (c % width or (m is not None and lane in m.toposort())) for m, c in inner): return False
-    found = True
-  return found
+def vector_step(idx: UOp, lane: UOp, width: int) -> int | None:
+  """How much idx moves from lane to lane within one vector (lanes b ... b+width-1, b a multiple of width), or None if
+  not by a constant. Besides c*lane terms, a term (x + lane) // d or (x + lane) % d, with x >= 0 a multiple of width and
+  d of width, cannot wrap inside a vector: // moves by 0 and % by 1. So a block's scale is one broadcast load and the
+  bytes of a regrouped row one vector load (quantized weights), where they would otherwise be read lane by lane."""
+  step = 0
+  for n, c in _terms(idx):
+    if n is lane: step += c
+    elif n is None or lane not in n.toposort(): continue
+    elif n.op not in (Ops.IDIV, Ops.MOD) or n.src[1].op is not Ops.CONST or n.src[1].arg % width or n.src[0].vmin < 0: return None
+    else:
+      inner = _terms(n.src[0])
+      if sum(k for m, k in inner if m is lane) != 1: return None
+      if any(m is not lane and (k % width or (m is not None and lane in m.toposort())) for m, k in inner): return None
+      step += c if n.op is Ops.MOD else 0
+  return step
 
 def loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
   start = uops.index(rng)
@@ -240,7 +247,7 @@ class VectorLoop:
   def _node(self, u: UOp, g: int):
     kind, vt, w = self.kind.get(u), self.vt, self.w
     if u.op is Ops.STORE:
-      ptr, step = self.r(u.src[0]), lane_stride(u.src[1], self.lane)
+      ptr, step = self.r(u.src[0]), vector_step(u.src[1], self.lane, self.w)
       if step == 1: return self.emit(f"*({vt}*)({ptr}+{self.lane_val(u.src[1], 0)}) = {self.vec(u.src[2])};")
       val = self.vec(u.src[2])
       return self.emit(" ".join(f"{ptr}[{self.lane_val(u.src[1], i)}] = {val}[{i}];" for i in range(w)))
@@ -273,15 +280,15 @@ class VectorLoop:
     """The float32 vector of u if u is an ungated contiguous load of 8- or 16-bit ints: one widening load and a
     conversion (quantized weights), not a load per lane."""
     kind = SMALL_INTS.get(u.dtype)
-    if kind is None or u.op is not Ops.LOAD or len(u.src) != 2 or lane_stride(u.src[1], self.lane) != 1: return None
+    if kind is None or u.op is not Ops.LOAD or len(u.src) != 2 or vector_step(u.src[1], self.lane, self.w) != 1: return None
     return f"ld{kind}_{self.vt}({self.r(u.src[0])}+{self.lane_val(u.src[1], 0)})"
 
   def _load(self, u: UOp) -> str:
-    ptr, idx, step = self.r(u.src[0]), u.src[1], lane_stride(u.src[1], self.lane)
+    ptr, idx, step = self.r(u.src[0]), u.src[1], vector_step(u.src[1], self.lane, self.w)
     gated = len(u.src) == 3 and self.kind.get(u.src[2]) is not None
     if gated and step == 1 and u.dtype == dtypes.float32: return f"mld_{self.vt}({ptr}+{self.lane_val(idx, 0)}, {self.mask(u.src[2])})"
-    if step is None and not gated and uniform_in_vector(idx, self.lane, self.w): return f"bcast_{self.vt}({self._lane_load(u, 0)})"
     if step is None or gated: return self._lanes(lambda i: self._lane_load(u, i))
+    if step == 0: return f"bcast_{self.vt}({self._lane_load(u, 0)})"
     i0 = self.lane_val(idx, 0)
     # a staged block is 64-byte aligned, laid out [..., tile]: where the tile is a multiple of this vector, so is i0
     aligned = u.src[0].op is Ops.STAGE and self.lane.src[0].arg % self.w == 0
@@ -298,6 +305,7 @@ class VectorLoop:
     if op is Ops.MAX: return f"max_{vt}({s[0]}, {s[1]})"
     if op is Ops.WHERE: return f"where_{vt}({s[0]}, {s[1]}, {s[2]})"
     if op is Ops.ABS: return f"(({vt})((i32x{w}){s[0]} & 0x7fffffff))"  # clear the sign bit
+    if op in ROUND_MODE: return f"round_{vt}({s[0]}, {ROUND_MODE[op]})"
     if op in self.math and w in MVEC_ISA: return f"{_mvec(VECTOR_MATH[op], w)}({s[0]})"
     if Ops.EXP in self.math and op is Ops.SIGMOID and w in MVEC_ISA: return f"(1.0f/(1.0f+{_mvec('exp', w)}(-{s[0]})))"
     # no vector form: lane by lane

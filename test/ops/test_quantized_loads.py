@@ -55,3 +55,26 @@ def test_index_with_a_lane_term_beside_a_division_is_gathered(p):
   np.testing.assert_array_equal(got.numpy(), np.tile(cn[:, :p + 1], (1, 1, 1, 3)).reshape(1, p + 1, 6, 8))
   flat = Tensor(cn[0, :p + 1]).repeat((1, 1, 3)).pad(((0, 3), None, None))[:p + 1].reshape(p + 1, 6, 8)
   np.testing.assert_array_equal(flat.numpy(), np.tile(cn[0, :p + 1], (1, 1, 3)).reshape(p + 1, 6, 8))
+
+@pytest.mark.parametrize("n", [64, 24, 6])
+def test_vector_rounding(n):
+  # floor, ceil, trunc and round (half to even) as one vector instruction: ties, -0.0, huge values, NaN and infinities
+  vals = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.0, 1e10, -3.7, 3.7, np.nan, np.inf, -np.inf, 0.49999997, 8388609.0, -1.2], np.float32)
+  x = np.resize(vals, n)
+  t = Tensor(x)
+  for name, ref in [("floor", np.floor), ("ceil", np.ceil), ("trunc", np.trunc), ("round", np.round)]:
+    got, want = getattr(t * 1, name)().numpy(), ref(x)
+    np.testing.assert_array_equal(got, want)
+    assert np.array_equal(np.signbit(got), np.signbit(want)), name
+  assert re.search(r"round_f32x\d+\(", kernel_source((Tensor(vals) * 1).floor()))
+
+def test_nibbles_of_bytes_as_float_math():
+  # the 4-bit packed weights' expansion: low b - 16*floor(b/16), high floor(b/16), on rows regrouped by // and %
+  b = np.arange(256, dtype=np.uint8).reshape(8, 2, 16)
+  q = Tensor(b).cast(dtypes.float32)
+  hi = (q * 0.0625).floor()
+  sel = Tensor.arange(2).float().reshape(2, 1)
+  both = ((q - hi * 16).unsqueeze(-2) * (1 - sel) + hi.unsqueeze(-2) * sel).reshape(8, 2 * 2 * 16)
+  want = np.stack([b & 15, b >> 4], -2).reshape(8, 64).astype(np.float32)
+  np.testing.assert_array_equal(both.numpy(), want)
+  np.testing.assert_array_equal((both * 2).sum(1).numpy(), want.sum(1) * 2)
