@@ -79,11 +79,11 @@ class Lowerer:
       for i, s, (b, a) in zip(idx, u.src[0].vshape, pairs):
         if isinstance(b, UOp) or isinstance(a, UOp) or b or a:
           # a symbolic source dim ends at its size's value: past it, its storage holds no data
-          b = self.size(b)
-          cond = i < b + self.size(s)
-          if not (b.op is Ops.CONST and b.arg == 0): cond = (i >= b) & cond
+          end = self.c(b + s) if not isinstance(b, UOp) and not isinstance(s, UOp) else self.size(b) + self.size(s)
+          cond = i < end
+          if isinstance(b, UOp) or b: cond = (i >= self.size(b)) & cond
           valid = cond if valid is None else valid & cond
-          if not (b.op is Ops.CONST and b.arg == 0): i = i - b
+          if isinstance(b, UOp) or b: i = i - self.size(b)
         out.append(i)
       return out, valid
     assert u.op is Ops.RESHAPE

@@ -40,6 +40,7 @@ static inline f32x$w fma_f32x$w(f32x$w a, f32x$w b, f32x$w c) { return $fma; }
 static inline f32x$w bcast_f32x$w(float x) { return (f32x$w){$lanes}; }
 static inline f32x$w ldh_f32x$w(const _Float16* p) { return $half; }
 static inline f32x$w mld_f32x$w(const float* p, i32x$w m) { return $masked; }
+static inline i16x$w sth_f32x$w(f32x$w x) { return $hstore; }
 static inline f32x$w round_f32x$w(f32x$w x, const int mode) { return $round; }
 static inline f32x$w ldi8_f32x$w(const signed char* p) { return $i8; }
 static inline f32x$w ldu8_f32x$w(const unsigned char* p) { return $u8; }
@@ -73,6 +74,10 @@ def _widen(op: str, intr: str, load16: str, load8: str) -> dict[int, tuple[str, 
                f"(f32x16)_mm512_cvtepi32_ps(_mm512_{intr}({'_mm_loadu_si128' if load16.startswith('*(const c8') else '_mm256_loadu_si256'}((const void*)p)))"),
           8: ("__AVX2__", f"__builtin_convertvector(__builtin_ia32_{op}256({load8}), f32x8)",
               f"(f32x8)_mm256_cvtepi32_ps(_mm256_{intr}({'_mm_loadl_epi64' if load8.startswith('({') else '_mm_loadu_si128'}((const void*)p)))")}
+# float32 -> float16 bits on store, rounding to nearest even as C's (_Float16) cast does (imm 0)
+HALF_STORE = {16: ("__AVX512F__", "(i16x16)__builtin_ia32_vcvtps2ph512_mask((f32x16a)x, 0, (i16x16){}, (unsigned short)-1)",
+                   "(i16x16)_mm512_cvtps_ph((__m512)x, 0)"),
+              8: ("__F16C__", "(i16x8)__builtin_ia32_vcvtps2ph256((f32x8a)x, 0)", "(i16x8)_mm256_cvtps_ph((__m256)x, 0)")}
 # floor, ceil, trunc, rint (to nearest even): one rounding instruction where the target has one; its mode is its imm8
 # (0 nearest, 1 down, 2 up, 3 toward zero; +8 keeps the precision exception quiet)
 ROUND = {16: ("__AVX512F__", "(f32x16)__builtin_ia32_rndscaleps_mask((f32x16a)x, mode | 8, (f32x16a)x, (unsigned short)-1, 4)",
@@ -98,6 +103,7 @@ def prelude(width: int, math: bool) -> str:
                                         half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"),
                                         masked=_best(MASKED, width, f"(f32x{width}){{" + ", ".join(f"m[{i}]?p[{i}]:0.0f" for i in range(width)) + "}"),
                                         **{k: _best(t, width, f"(f32x{width}){{" + ", ".join(f"p[{i}]" for i in range(width)) + "}") for k, t in WIDEN.items()},
+                                        hstore=_best(HALF_STORE, width, f"(i16x{width})__builtin_convertvector(x, f16x{width})"),
                                         round=_best(ROUND, width, "(mode == 0 ? (f32x{w}){{{r0}}} : mode == 1 ? (f32x{w}){{{r1}}} : mode == 2 ? (f32x{w}){{{r2}}} : (f32x{w}){{{r3}}})".format(
                                           w=width, **{f"r{m}": ", ".join(f"__builtin_{fn}(x[{i}])" for i in range(width)) for m, fn in _ROUND_FN.items()})))
   return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
@@ -133,8 +139,8 @@ def kinds(body: list[UOp], lane: UOp, half: bool = False) -> dict[UOp, str] | No
   out: dict[UOp, str] = {lane: "l"}
   def k(s: UOp) -> str | None: return out.get(s) if s in inside else None  # None: a scalar from outside the loop
   for u in body:
-    if u.op is Ops.STORE:
-      if u.src[2].dtype != f32: return None
+    if u.op is Ops.STORE:  # float32 vectors, or float16 ones converted as they are stored ("h")
+      if u.src[2].dtype != f32 and out.get(u.src[2]) != "h": return None
       continue
     if u.op is Ops.ACC_UPDATE:
       if u.dtype != f32 or u.arg not in (Ops.ADD, Ops.MUL, Ops.MAX) or (len(u.src) == 3 and u.src[2] is not lane): return None
@@ -148,6 +154,7 @@ def kinds(body: list[UOp], lane: UOp, half: bool = False) -> dict[UOp, str] | No
     if u.op is Ops.LOAD: kind = "v" if u.dtype == f32 or (half and u.dtype == dtypes.float16) else "l" if _is_lane(u.dtype) else None
     elif u.dtype == f32: kind = "v" if u.op in GroupOp.ALU or (u.op is Ops.CAST and (_is_lane(u.src[0].dtype) or srcs[0] == "v")) else None
     elif half and u.dtype == dtypes.float16 and u.op is Ops.WHERE: kind = "v"  # a padded half read: selects converted values
+    elif half and u.dtype == dtypes.float16 and u.op is Ops.CAST and srcs[0] == "v": kind = "h"  # float16 bits, only stored
     elif u.op in MASK_OPS and u.src[0].dtype == f32: kind = "m"
     elif u.dtype == dtypes.bool and u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ): kind = "m" if "m" in srcs else "l"
     elif _is_lane(u.dtype) and u.op in GroupOp.ALU | {Ops.CAST}: kind = "l" if "v" not in srcs and "m" not in srcs else None
@@ -248,8 +255,10 @@ class VectorLoop:
     kind, vt, w = self.kind.get(u), self.vt, self.w
     if u.op is Ops.STORE:
       ptr, step = self.r(u.src[0]), vector_step(u.src[1], self.lane, self.w)
-      if step == 1: return self.emit(f"*({vt}*)({ptr}+{self.lane_val(u.src[1], 0)}) = {self.vec(u.src[2])};")
-      val = self.vec(u.src[2])
+      half = self.kind.get(u.src[2]) == "h"  # float16 bits: stored as shorts, never converted again
+      if half: ptr, vt = f"((short*){ptr})", f"i16x{w}"
+      val = self.names[u.src[2]] if half else self.vec(u.src[2])
+      if step == 1: return self.emit(f"*({vt}*)({ptr}+{self.lane_val(u.src[1], 0)}) = {val};")
       return self.emit(" ".join(f"{ptr}[{self.lane_val(u.src[1], i)}] = {val}[{i}];" for i in range(w)))
     if u.op is Ops.ACC_UPDATE:
       if len(u.src) == 2:  # a scalar accumulator takes the lanes one by one, in order
@@ -264,6 +273,7 @@ class VectorLoop:
       return
     if kind == "l": return  # rendered lane by lane where used
     if u.op is Ops.LOAD: expr = self._load(u)
+    elif kind == "h": expr = f"sth_{vt}({self.names[u.src[0]]})"
     elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "v": expr = self.names[u.src[0]]  # a float16 load: already float32
     elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "m": expr = f"(({vt})({self.names[u.src[0]]} & ({self.mt})(({vt}){{}}+1.0f)))"
     elif u.op is Ops.CAST and (small := self._small_int_load(u.src[0])): expr = small
@@ -274,7 +284,7 @@ class VectorLoop:
       expr = {Ops.AND: f"({a}&{b})", Ops.OR: f"({a}|{b})", Ops.XOR: f"({a}^{b})", Ops.CMPNE: f"({a}^{b})", Ops.CMPEQ: f"(~({a}^{b}))"}[u.op]
     else: expr = self._alu(u.op, [self.vec(s) for s in u.src] if u.op is not Ops.WHERE else [self.mask(u.src[0]), self.vec(u.src[1]), self.vec(u.src[2])], list(u.src))
     self.names[u] = name = self.new_name()
-    self.emit(f"{self.mt if kind == 'm' else vt} {name} = {expr};")
+    self.emit(f"{self.mt if kind == 'm' else f'i16x{w}' if kind == 'h' else vt} {name} = {expr};")
 
   def _small_int_load(self, u: UOp) -> str | None:
     """The float32 vector of u if u is an ungated contiguous load of 8- or 16-bit ints: one widening load and a

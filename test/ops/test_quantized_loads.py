@@ -78,3 +78,17 @@ def test_nibbles_of_bytes_as_float_math():
   want = np.stack([b & 15, b >> 4], -2).reshape(8, 64).astype(np.float32)
   np.testing.assert_array_equal(both.numpy(), want)
   np.testing.assert_array_equal((both * 2).sum(1).numpy(), want.sum(1) * 2)
+
+@pytest.mark.parametrize("n", [64, 24, 6])
+def test_float16_stores(n):
+  # float32 vectors stored as float16 in one conversion (vcvtps2ph): round to nearest even, overflow to inf,
+  # subnormals, -0.0 and NaN as C's (_Float16) cast gives them
+  vals = np.array([0.1, -2.5, 65504, 65520, 1e6, -1e6, 6e-8, 3e-8, 1e-9, -0.0, np.nan, np.inf, -np.inf, 1.00048828125, 1.0009765625, 1 / 3], np.float32)
+  x = np.resize(vals, n)
+  with np.errstate(over="ignore"): want = x.astype(np.float16)
+  got = (Tensor(x) * 1).cast(dtypes.float16).numpy()
+  finite = ~np.isnan(want)
+  np.testing.assert_array_equal(got.view(np.uint16)[finite], want.view(np.uint16)[finite])
+  assert np.isnan(got[~finite]).all()
+  from fusegrad import Device
+  if Device["CPU"].renderer.half_loads: assert re.search(r"sth_f32x\d+\(", kernel_source((Tensor(vals) * 1).cast(dtypes.float16)))
