@@ -69,11 +69,16 @@ MASKED = {16: ("__AVX512F__", "(f32x16)__builtin_ia32_loadups512_mask(p, (f32x16
 
 # 8- and 16-bit ints -> float32 on load (quantized weights): a widening load and a conversion (gcc 12 converts a
 # generic vector lane by lane); the AVX2 forms load only the 8 or 16 bytes they use
-def _widen(op: str, intr: str, load16: str, load8: str) -> dict[int, tuple[str, str, str]]:
-  return {16: ("__AVX512F__", f"__builtin_convertvector(__builtin_ia32_{op}512_mask({load16}, (i32x16){{}}, (unsigned short)-1), f32x16)",
-               f"(f32x16)_mm512_cvtepi32_ps(_mm512_{intr}({'_mm_loadu_si128' if load16.startswith('*(const c8') else '_mm256_loadu_si256'}((const void*)p)))"),
-          8: ("__AVX2__", f"__builtin_convertvector(__builtin_ia32_{op}256({load8}), f32x8)",
-              f"(f32x8)_mm256_cvtepi32_ps(_mm256_{intr}({'_mm_loadl_epi64' if load8.startswith('({') else '_mm_loadu_si128'}((const void*)p)))")}
+def _widen(op: str, intr: str, bits: int) -> dict[int, tuple[str, str, str]]:
+  if bits == 8: full, half, full_intr, half_intr = "*(const c8v16*)p", _LOAD8, "_mm_loadu_si128", "_mm_loadl_epi64"
+  else: full, half, full_intr, half_intr = "*(const i16x16*)p", "*(const i16x8*)p", "_mm256_loadu_si256", "_mm_loadu_si128"
+  return {16: ("__AVX512F__", f"__builtin_convertvector(__builtin_ia32_{op}512_mask({full}, (i32x16){{}}, (unsigned short)-1), f32x16)",
+               f"(f32x16)_mm512_cvtepi32_ps(_mm512_{intr}({full_intr}((const void*)p)))"),
+          8: ("__AVX2__", f"__builtin_convertvector(__builtin_ia32_{op}256({half}), f32x8)",
+              f"(f32x8)_mm256_cvtepi32_ps(_mm256_{intr}({half_intr}((const void*)p)))")}
+_LOAD8 = "({ long long q; __builtin_memcpy(&q, p, 8); (c8v8)(q64v8){q, 0}; })"  # 8 bytes into a 16-byte vector
+WIDEN = {"i8": _widen("pmovsxbd", "cvtepi8_epi32", 8), "u8": _widen("pmovzxbd", "cvtepu8_epi32", 8), "i16": _widen("pmovsxwd", "cvtepi16_epi32", 16)}
+
 # float32 -> float16 bits on store, rounding to nearest even as C's (_Float16) cast does (imm 0)
 HALF_STORE = {16: ("__AVX512F__", "(i16x16)__builtin_ia32_vcvtps2ph512_mask((f32x16a)x, 0, (i16x16){}, (unsigned short)-1)",
                    "(i16x16)_mm512_cvtps_ph((__m512)x, 0)"),
@@ -86,9 +91,6 @@ ROUND = {16: ("__AVX512F__", "(f32x16)__builtin_ia32_rndscaleps_mask((f32x16a)x,
          4: ("__SSE4_1__", "(f32x4)__builtin_ia32_roundps((f32x4a)x, mode | 8)", "(f32x4)_mm_round_ps((__m128)x, mode | 8)")}
 ROUND_MODE = {Ops.RINT: 0, Ops.FLOOR: 1, Ops.CEIL: 2, Ops.TRUNC: 3}
 _ROUND_FN = {0: "rintf", 1: "floorf", 2: "ceilf", 3: "truncf"}
-_LOAD8 = "({ long long q; __builtin_memcpy(&q, p, 8); (c8v8)(q64v8){q, 0}; })"
-WIDEN = {"i8": _widen("pmovsxbd", "cvtepi8_epi32", "*(const c8v16*)p", _LOAD8), "u8": _widen("pmovzxbd", "cvtepu8_epi32", "*(const c8v16*)p", _LOAD8),
-         "i16": _widen("pmovsxwd", "cvtepi16_epi32", "*(const i16x16*)p", "*(const i16x8*)p")}
 
 def _best(table: dict[int, tuple[str, str, str]], width: int, generic: str) -> str:
   if width not in table: return generic

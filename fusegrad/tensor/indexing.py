@@ -217,13 +217,17 @@ def _var_offset(u: Any) -> tuple[UOp | None, int] | None:
   if u.op is Ops.ADD and u.src[1].op is Ops.CONST and (inner := _var_offset(u.src[0])) is not None and inner[0] is not None: return inner[0], inner[1] + u.src[1].arg
   return (u, 0) if u.op is Ops.BIND else None
 
+def _spell_ellipsis(x: Tensor, idx: tuple) -> tuple:
+  """idx (with at most one ...) with the ... spelled out as full slices."""
+  if Ellipsis not in idx: return idx
+  e = idx.index(Ellipsis)
+  return idx[:e] + (slice(None),) * (x.ndim - len(idx) + 1) + idx[e + 1:]
+
 def _slices_only(x: Tensor, idx: tuple) -> tuple:
   """idx (slices and at most one ...) with the ... spelled out as full slices."""
   if idx.count(Ellipsis) > 1 or not all(i is Ellipsis or isinstance(i, slice) for i in idx):
     raise TypeError("a slice at a Variable takes only slices and ... in its other dims")
-  if Ellipsis in idx:
-    e = idx.index(Ellipsis)
-    idx = idx[:e] + (slice(None),) * (x.ndim - len(idx) + 1) + idx[e + 1:]
+  idx = _spell_ellipsis(x, idx)
   if len(idx) > x.ndim: raise IndexError(f"too many indices for a tensor of {x.ndim} dimension(s)")
   return idx
 
@@ -233,9 +237,7 @@ def _ints_first(x: Tensor, indices) -> tuple[tuple, tuple] | None:
   idx = indices if isinstance(indices, tuple) else (indices,)
   if not any(isinstance(i, slice) and any(isinstance(b, UOp) for b in (i.start, i.stop)) for i in idx): return None
   if not any(isinstance(i, int) and not isinstance(i, bool) for i in idx) or idx.count(Ellipsis) > 1: return None
-  if Ellipsis in idx:
-    e = idx.index(Ellipsis)
-    idx = idx[:e] + (slice(None),) * (x.ndim - len(idx) + 1) + idx[e + 1:]
+  idx = _spell_ellipsis(x, idx)
   is_int = [isinstance(i, int) and not isinstance(i, bool) for i in idx]
   return tuple(i if k else slice(None) for i, k in zip(idx, is_int)), tuple(i for i, k in zip(idx, is_int) if not k)
 
