@@ -89,10 +89,11 @@ def _window_grad(g: UOp, u: UOp):
   return (total,)
 
 # A function built from several ops for an accurate value can have a composed derivative that is NaN where the true one is
-# inf or finite (an intermediate 0 or inf meets 0 * inf: acosh at 1, atanh at ±1). Such a function registers its output
-# node with its input and exact derivative; hash-consing makes the node stand for that function of that input only.
-# Entries hold (input node, vjp on UOps).
-_DERIVATIVES: weakref.WeakKeyDictionary[UOp, tuple[UOp, Callable[[UOp, UOp], UOp]]] = weakref.WeakKeyDictionary()
+# inf or finite (an intermediate 0 or inf meets 0 * inf: acosh at 1, atanh at ±1); a convolution's composed gradient is
+# correct but slow. Such a function registers its output node with its inputs and a vector-Jacobian product;
+# hash-consing makes the node stand for that function of those inputs only. Entries hold (input nodes, vjp on UOps
+# taking which inputs need a gradient and returning one gradient or None per input).
+_DERIVATIVES: weakref.WeakKeyDictionary[UOp, tuple[tuple[UOp, ...], Callable[..., tuple]]] = weakref.WeakKeyDictionary()
 
 def with_derivative(y, x, dydx: Callable):
   """y (a Tensor computed from the Tensor x) whose gradient is g * dydx(x), instead of the derivative of y's own graph.
@@ -100,14 +101,20 @@ def with_derivative(y, x, dydx: Callable):
   return with_gradient(y, x, lambda g, x: g * dydx(x))
 
 def with_gradient(y, x, vjp: Callable):
-  """y (a Tensor computed from the Tensor x) whose gradient for x is vjp(g, x), g being y's gradient (for a rule that
-  must select, not multiply: where(mask, g, 0) keeps an inf g out of the unselected elements). y and x may be UOps, and
-  vjp then takes and returns UOps; otherwise vjp runs on y's class, each UOp wrapped in it."""
+  """y (a Tensor computed from x, a Tensor or a tuple of Tensors) whose gradient for x is vjp(g, x), g being y's gradient
+  (for a rule that must select, not multiply: where(mask, g, 0) keeps an inf g out of the unselected elements). With a
+  tuple x, vjp(g, *x, needs=...) returns one gradient (or None) per input, where needs tells which inputs need one (an
+  input image of a convolution does not). y and x may be UOps, and vjp then takes and returns UOps; otherwise vjp runs on
+  y's class, each UOp wrapped in it."""
+  xs, one = (x, False) if isinstance(x, tuple) else ((x,), True)
   if isinstance(y, UOp):
-    _DERIVATIVES[y] = (x, vjp)
+    _DERIVATIVES[y] = (xs, (lambda g, x, needs: (vjp(g, x),)) if one else vjp)
     return y
   wrap = type(y)  # the caller's class (Tensor): this module sits below tensor.py and does not import it
-  _DERIVATIVES[y.uop] = (x.uop, lambda g, xu: vjp(wrap(g), wrap(xu)).uop)
+  def on_uops(g: UOp, *us: UOp, needs: tuple[bool, ...]) -> tuple:
+    out = vjp(wrap(g), wrap(us[0])) if one else vjp(wrap(g), *map(wrap, us), needs=needs)
+    return tuple(o if o is None else o.uop for o in ((out,) if one else out))
+  _DERIVATIVES[y.uop] = (tuple(t.uop for t in xs), on_uops)
   return y
 
 def _inv_permute(order): return tuple(sorted(range(len(order)), key=lambda i: order[i]))
@@ -161,14 +168,12 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   for u in reversed(order):
     if u not in grads or u in targets and not u.src or not on_path[u] or u.op is Ops.DETACH: continue
     if u.vshape is not u.shape: raise NotImplementedError("gradients through tensors with symbolic (Variable) sizes are not supported")
-    if _DERIVATIVES and (d := _DERIVATIVES.get(u)) is not None and on_path.get(d[0], False):
-      x, sg = d[0], d[1](grads[u], d[0])
-      grads[x] = grads[x] + sg if x in grads else sg
-      continue
-    if u.op not in RULES:
-      if any(on_path[s] for s in u.src): raise NotImplementedError(f"no gradient rule for {u.op}")
-      continue
-    for s, sg in zip(u.src, RULES[u.op](grads[u], u)):
+    if _DERIVATIVES and (d := _DERIVATIVES.get(u)) is not None and any(on_path.get(x, False) for x in d[0]):
+      srcs, src_grads = d[0], d[1](grads[u], *d[0], needs=tuple(on_path.get(x, False) for x in d[0]))
+    elif u.op in RULES: srcs, src_grads = u.src, RULES[u.op](grads[u], u)
+    elif any(on_path[s] for s in u.src): raise NotImplementedError(f"no gradient rule for {u.op}")
+    else: continue
+    for s, sg in zip(srcs, src_grads):
       if sg is None or not on_path.get(s, False): continue
       grads[s] = grads[s] + sg if s in grads else sg
   return {t: grads[t] for t in targets if t in grads}

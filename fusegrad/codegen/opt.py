@@ -15,6 +15,8 @@ will not reorder a float sum. The vocabulary, each applied by name and checked f
   - Opt("LANES", n, upcast=u, upcast2=v): also u consecutive values of the innermost output loop that some load along k
     does not depend on (a conv weight gradient's kernel columns), so that load serves all u outputs, and v values of a
     loop that the other loads do not depend on (output channels).
+  - Opt("TILE", t): a kernel without reductions that reads some input across its output rows (a transpose) walks its
+    two inner loops in t x t blocks, so one block's reads share t cache lines and pages instead of one a row element.
 Before any of them, merge_loops fuses adjacent loops that every index walks contiguously ((14, 14) -> 196).
   - Opt("NONE"): plain loops.
 A REDUCE with an accumulator array has arg (op, j) and its last source is its private copy of j.
@@ -33,7 +35,7 @@ from fusegrad.renderer import Renderer
 
 @dataclass(frozen=True)
 class Opt:
-  kind: str        # "NONE" | "VECTOR" | "LANES"
+  kind: str        # "NONE" | "VECTOR" | "LANES" | "TILE"
   arg: int = 0
   upcast: int = 1  # also compute this many consecutive rows of an output loop per iteration (register tiling)
   stage: bool = False  # with VECTOR and upcast: tile loop outside the rows, row-invariant loads staged (see above)
@@ -189,9 +191,33 @@ def _analyze(sink: UOp) -> tuple[list[UOp], UOp | None, list[UOp]] | None:
                             any(_contiguous_in(r.src[0], j, r.src[-1], any_step) for r in reduces)): j = None
   return reduces, j, lane_reduces
 
+def _transposed(sink: UOp) -> tuple[UOp, UOp] | None:
+  """(i, j) for a kernel without reductions whose every store moves by 1 along its innermost output loop j while some
+  load moves by 1 along an outer output loop i and by more than 1 along j: it reads its input across the rows it writes."""
+  order = sink.toposort()
+  outs = output_ranges(sink)
+  if any(u.op is Ops.REDUCE for u in order) or len(outs) < 2: return None
+  def step(idx: UOp, r: UOp) -> int: return sum(c for n, c in _terms(idx) if n is r)
+  j = outs[-1]
+  if not all(st.op is Ops.STORE and step(st.src[1], j) == 1 for st in sink.src): return None
+  loads = [u.src[1] for u in order if u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_GLOBAL]
+  return next(((i, j) for i in reversed(outs[:-1]) if any(step(x, i) == 1 and step(x, j) > 1 for x in loads)), None)
+
+def _tiles(sink: UOp, target: Renderer) -> list[int]:
+  """The block sizes Opt("TILE") may take: vector widths that divide both loops."""
+  if (ij := _transposed(sink)) is None: return []
+  return [t for t in (4, 8, 16) if t <= max(target.simd_width, 4) and all(r.src[0].arg % t == 0 for r in ij)]
+
+def _tile_loops(sink: UOp, t: int) -> UOp:
+  i, j = _transposed(sink)  # type: ignore[misc]
+  # i's blocks keep its place in the nest, then j's blocks, then a block's rows and its columns, innermost
+  io, jo = (UOp(Ops.RANGE, r.dtype, (UOp.const(r.dtype, r.src[0].arg // t),), r.arg) for r in (i, j))
+  ii, ji = (UOp(Ops.RANGE, r.dtype, (UOp.const(r.dtype, t),), j.arg + f) for r, f in ((i, 0.25), (j, 0.5)))
+  return sink.substitute({i: io * UOp.const(i.dtype, t) + ii, j: jo * UOp.const(j.dtype, t) + ji})
+
 def actions(sink: UOp, target: Renderer) -> list[Opt]:
   """Every legal action for this kernel (the search space of BEAM)."""
-  out = [Opt("NONE")]
+  out = [Opt("NONE")] + [Opt("TILE", t) for t in _tiles(sink, target)]
   if (a := _analyze(sink)) is None: return out
   _, j, lane_reduces = a
   if j is not None:
@@ -208,8 +234,9 @@ def actions(sink: UOp, target: Renderer) -> list[Opt]:
 
 def choose(sink: UOp, target: Renderer) -> Opt:
   """The default heuristic (measured on matmul and conv kernels): a contiguous output loop of 8 or more becomes the
-  vector axis (tiles up to the target's max_tile); else a contiguous reduce gets one vector of lanes (or all of a short one)."""
-  if (a := _analyze(sink)) is None: return Opt("NONE")
+  vector axis (tiles up to the target's max_tile); else a contiguous reduce gets one vector of lanes (or all of a short one);
+  a transpose walks blocks of one vector's width."""
+  if (a := _analyze(sink)) is None: return Opt("TILE", max(ts)) if (ts := _tiles(sink, target)) else Opt("NONE")
   budget = Budget.of(target)
   _, j, lane_reduces = a
   k = min((r.src[-1].src[0].arg for r in lane_reduces), default=0)
@@ -233,6 +260,9 @@ def choose(sink: UOp, target: Renderer) -> Opt:
   return Opt("LANES", lanes, up, upcast2=up2 if up > 1 else 1)
 
 def apply_opt(sink: UOp, opt: Opt) -> UOp:
+  if opt.kind == "TILE":
+    if (ij := _transposed(sink)) is None or any(r.src[0].arg % opt.arg for r in ij): raise ValueError(f"{opt} does not apply to this kernel")
+    return _tile_loops(sink, opt.arg)
   if opt.kind == "NONE" or (a := _analyze(sink)) is None: return sink
   reduces, j, lane_reduces = a
   if opt.kind == "VECTOR":
@@ -265,8 +295,14 @@ def _lane_rows(sink: UOp, k: UOp) -> tuple[UOp | None, UOp | None]:
   """LANES' register tiling loops: rows that some load along the reduction k does not depend on, then rows that some
   load depending on the first rows does not depend on (so both kinds of load are shared)."""
   first = _upcast_range(sink, k, fallback=False)
+  along = [u.src[1].toposort() for u in sink.toposort() if u.op is Ops.LOAD and k in u.src[1].toposort()]
   # rows that no load along k depends on (the columns of a row-wise softmax's output loop) share nothing
-  if first is None or not any(first in t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.src[1].toposort())): return None, None
+  if first is None or not any(first in t for t in along): return None, None
+  if not any(first.src[0].arg % n == 0 for n in (4, 3, 2)):
+    # a 5x5 kernel's columns have no divisor to tile: another loop that some load along k does not depend on (its input
+    # channels) is tiled instead
+    first = next((r for r in reversed(output_ranges(sink)) if any(r not in t for t in along) and any(r in t for t in along)
+                  and any(r.src[0].arg % n == 0 for n in (4, 3, 2))), first)
   loads = [t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.toposort()) and first in t]
   return first, next((r for r in reversed(output_ranges(sink)) if r is not first and any(r not in t for t in loads)), None)
 

@@ -320,9 +320,10 @@ def test_tiles_split_into_the_widest_vectors_that_fit():
   from fusegrad.renderer.cvector import tile_widths
   assert tile_widths(14, 16) == (8, 4, 2) and tile_widths(56, 16) == (16, 16, 16, 8) and tile_widths(64, 8) == (8,) * 8
   assert tile_widths(7, 16) == () and tile_widths(10, 4) == (4, 4, 2)
-  # a 14-wide conv output row and a staged 10-wide tile run as mixed-width vectors and match scalar C
+  # a 14-wide conv output row and a staged 10-wide tile run as mixed-width vectors and match scalar C (12 output channels:
+  # not a multiple of 8, so the conv stays channels first, vectorized along its rows)
   rng = np.random.default_rng(8)
-  x, w = rng.standard_normal((4, 8, 14, 14), dtype=np.float32), rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+  x, w = rng.standard_normal((4, 8, 14, 14), dtype=np.float32), rng.standard_normal((12, 8, 3, 3), dtype=np.float32)
   assert "f32x2" in _all_srcs(Tensor(x).conv2d(Tensor(w), padding=1))
   opt, ref = run_both(lambda a, b: a.conv2d(b, padding=1).relu().sum((2, 3)), x, w)
   np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
@@ -372,3 +373,27 @@ def test_every_legal_action_of_a_conv_backward_matches_noopt():
       tried += 1
       two_loops += opt.upcast2 > 1
   assert tried > 20 and two_loops > 0
+
+@pytest.mark.parametrize("shape,perm,tiled", [((48, 32), (1, 0), True), ((3, 16, 40), (0, 2, 1), True), ((8, 5, 24), (2, 1, 0), True),
+                                              ((16, 16, 2), (1, 0, 2), False), ((7, 13), (1, 0), False), ((32, 8, 16), (1, 2, 0), True)])
+def test_transposes_walk_blocks_and_match_noopt(shape, perm, tiled):
+  # a kernel that reads its input across the rows it writes gets TILE (blocks of one vector's width) where both loops
+  # divide by it; every legal block size gives numpy's answer, also with math fused into the copy
+  from fusegrad.codegen.opt import actions, choose
+  from fusegrad.codegen.search import lower_and_simplify
+  from fusegrad.engine.realize import get_program
+  from fusegrad.schedule import create_schedule
+  a = np.random.default_rng(11).standard_normal(shape, dtype=np.float32)
+  want = np.sqrt(np.abs(a.transpose(perm))) * 2
+  opt, ref = run_both(lambda x: (x.permute(*perm).abs().sqrt() * 2).contiguous(), a)
+  np.testing.assert_allclose(opt, want, rtol=1e-6)
+  np.testing.assert_allclose(ref, want, rtol=1e-6)
+  si = create_schedule([(Tensor(a).permute(*perm) * 2).contiguous().uop])[0][-1]
+  k = lower_and_simplify(si.ast)
+  tiles = [o for o in actions(k, Device[si.device].renderer) if o.kind == "TILE"]
+  assert bool(tiles) == tiled, tiles  # (16, 16, 2): the innermost loop is contiguous both ways; (7, 13): no block divides
+  if tiles: assert choose(k, Device[si.device].renderer).kind == "TILE"
+  for o in tiles:
+    get_program(si.device, si.ast, o)([b.ensure_allocated()._mem for b in si.bufs], [])
+    got = np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32).reshape(want.shape)
+    np.testing.assert_array_equal(got, a.transpose(perm) * 2, err_msg=str(o))

@@ -1,0 +1,122 @@
+"""The convolution's kernel forms and its own gradients (tensor/nn.py: conv2d, _conv_vjp), against PyTorch, NOOPT and PYTHON.
+
+conv2d builds one of two forms: channels last (the output channels innermost, from a transposed copy of the weight)
+where an image row is shorter than 16 and the channels per group a multiple of 8, else channels first. Its gradients
+are registered, not composed: the input gradient of a stride-1 convolution is a transposed convolution, a strided one
+keeps the composed window gradient, and the weight gradient reduces batch-last copies of both operands."""
+import numpy as np, pytest, torch
+import torch.nn.functional as F
+from fusegrad import Tensor, Context, Device
+from fusegrad.codegen.opt import Opt, actions, choose
+from fusegrad.codegen.search import lower_and_simplify
+from fusegrad.engine import realize as realize_mod
+from fusegrad.engine.realize import get_program
+from fusegrad.schedule import create_schedule
+from .helpers import helper_test_op
+
+CASES = [
+  # x shape, w shape, kwargs: channels last (short rows, channels a multiple of 8), then channels first
+  ((3, 5, 7, 7), (16, 5, 3, 3), dict(padding=1)),
+  ((2, 4, 9, 9), (16, 2, 3, 3), dict(groups=2)),
+  ((2, 3, 11, 11), (8, 3, 5, 5), dict(stride=2, padding=2)),
+  ((2, 3, 9, 8), (8, 3, 3, 2), dict(dilation=(2, 1), padding=(1, 2))),
+  ((1, 6, 6, 6), (24, 6, 1, 1), dict()),
+  ((2, 3, 5, 18), (8, 3, 3, 3), dict()),
+  ((3, 4, 7, 21), (6, 4, 5, 5), dict(padding=2)),
+  ((2, 4, 8, 20), (16, 1, 3, 3), dict(groups=4, stride=2, padding=1)),
+]
+
+def _fg_conv(kw):
+  return lambda x, w, b: x.conv2d(w, b, groups=kw.get("groups", 1), stride=kw.get("stride", 1), dilation=kw.get("dilation", 1),
+                                  padding=kw.get("padding", 0))
+
+@pytest.mark.parametrize("xs,ws,kw", CASES)
+def test_conv_forms_match_torch(xs, ws, kw):
+  helper_test_op([xs, ws, (ws[0],)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
+
+@pytest.mark.parametrize("xs,ws,kw", [((2, 3, 13), (8, 3, 3), dict(padding=1)), ((2, 3, 20), (5, 3, 4), dict(stride=2))])
+def test_conv1d_forms_match_torch(xs, ws, kw):
+  helper_test_op([xs, ws, (ws[0],)], lambda x, w, b: F.conv1d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
+
+def test_conv3d_channels_last_matches_torch():
+  helper_test_op([(2, 3, 5, 6, 7), (8, 3, 2, 3, 3), (8,)], lambda x, w, b: F.conv3d(x, w, b, padding=1),
+                 lambda x, w, b: x.conv2d(w, b, padding=1), atol=1e-5)
+
+@pytest.mark.parametrize("frozen", ["input", "weight"])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_one_operand_needs_a_gradient(frozen, stride):
+  rng = np.random.default_rng(1)
+  xn, wn = rng.standard_normal((2, 4, 9, 9), dtype=np.float32), rng.standard_normal((8, 4, 3, 3), dtype=np.float32)
+  x, w = Tensor(xn, requires_grad=frozen != "input"), Tensor(wn, requires_grad=frozen != "weight")
+  tx, tw = torch.tensor(xn, requires_grad=frozen != "input"), torch.tensor(wn, requires_grad=frozen != "weight")
+  x.conv2d(w, stride=stride, padding=1).square().sum().backward()
+  F.conv2d(tx, tw, stride=stride, padding=1).square().sum().backward()
+  for a, t in ((x, tx), (w, tw)):
+    assert (a.grad is None) == (t.grad is None)
+    if t.grad is not None: np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+def test_conv_gradient_of_a_gradient():
+  # the registered gradients are ordinary graphs, so they differentiate again (the transposed convolution registers its own)
+  rng = np.random.default_rng(2)
+  xn, wn = rng.standard_normal((2, 3, 6, 6), dtype=np.float32), rng.standard_normal((8, 3, 3, 3), dtype=np.float32)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  tx, tw = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
+  (gx,) = torch.autograd.grad(F.conv2d(tx, tw, padding=1).square().sum(), tx, create_graph=True)
+  gx.sum().backward()
+  y = x.conv2d(w, padding=1).square().sum()
+  (fgx,) = y.gradient(x)
+  fgx.sum().backward()
+  np.testing.assert_allclose(fgx.numpy(), gx.detach().numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+def _grads(device, xn, wn, kw):
+  x, w = Tensor(xn, device=device, requires_grad=True), Tensor(wn, device=device, requires_grad=True)
+  out = _fg_conv(kw)(x, w, None)
+  (out * out.detach().sin()).sum().backward()
+  return [t.numpy() for t in (out, x.grad, w.grad)]
+
+@pytest.mark.parametrize("xs,ws,kw", CASES[:3] + CASES[5:7])
+def test_conv_kernels_match_noopt_and_python(xs, ws, kw):
+  rng = np.random.default_rng(3)
+  xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
+  got = _grads(None, xn, wn, kw)
+  realize_mod._programs.clear()  # NOOPT is read at compile time
+  with Context(NOOPT=1): plain = _grads(None, xn, wn, kw)
+  realize_mod._programs.clear()
+  for want in (plain, _grads("PYTHON", xn, wn, kw)):
+    for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+def _schedule(xs, ws, **kw):
+  rng = np.random.default_rng(4)
+  x = Tensor(rng.standard_normal(xs, dtype=np.float32), requires_grad=True)
+  w = Tensor(rng.standard_normal(ws, dtype=np.float32), requires_grad=True)
+  x.conv2d(w, **kw).relu().sum().backward()
+  return create_schedule([x.grad.uop, w.grad.uop])[0]
+
+def test_stride1_input_gradient_has_no_window_sized_buffer():
+  # the composed gradient of a 5x5 convolution wrote a buffer 25 times the input's size before summing shifted copies of it
+  xs = (4, 8, 12, 12)
+  items = _schedule(xs, (8, 8, 5, 5), padding=2)
+  assert max(b.size for si in items for b in si.bufs) <= 4 * np.prod(xs)
+
+def test_weight_gradient_tiles_registers_for_a_five_wide_kernel():
+  # a 5x5 weight gradient reduces batch x image columns in lanes; 5 kernel columns have no divisor to tile, so the
+  # input channels are tiled, and the output channels on top
+  items = _schedule((8, 8, 12, 12), (16, 8, 5, 5))
+  wgrad = next(si for si in items if si.bufs[0].size == 16 * 8 * 25 and len(si.bufs) == 3)  # reads both operands
+  opt = choose(lower_and_simplify(wgrad.ast), Device[wgrad.device].renderer)
+  assert opt.kind == "LANES" and opt.upcast > 1 and opt.upcast2 > 1, opt
+
+def test_every_legal_action_of_channels_last_conv_kernels_matches_noopt():
+  items = _schedule((4, 8, 6, 6), (32, 8, 3, 3), padding=1)
+  tried = 0
+  for si in items:
+    if si.ast.src[0].op.name == "COPY": continue
+    mems = [b.ensure_allocated()._mem for b in si.bufs]
+    with Context(NOOPT=1): get_program(si.device, si.ast)(mems, [])
+    want = np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32).copy()
+    for opt in actions(lower_and_simplify(si.ast), Device[si.device].renderer):
+      get_program(si.device, si.ast, opt)(mems, [])
+      np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), want, rtol=1e-4, atol=1e-4, err_msg=str(opt))
+      tried += opt != Opt("NONE")
+  assert tried > 20
