@@ -164,9 +164,10 @@ def _merge(sink: UOp, a: UOp, b: UOp) -> UOp:
                           if r.op is Ops.REDUCE and a in r.src})
 
 def _tile(n: int, hi: int) -> int:
-  """The largest divisor of n up to hi, preferring a multiple of 8, then of 4 (whole SIMD vectors: renderer/cvector.py)."""
+  """The largest divisor of n up to hi, preferring a multiple of 8, then of 4, then an even one (whole SIMD vectors:
+  renderer/cvector.py; an odd tile leaves a lane over and runs as scalar C, so 114 is tiled by 38, not 57)."""
   divs = _divisors(n, 1, hi)
-  return max([d for d in divs if d % 8 == 0] or [d for d in divs if d % 4 == 0 and d >= 8] or divs)
+  return max([d for d in divs if d % 8 == 0] or [d for d in divs if d % 4 == 0 and d >= 8] or [d for d in divs if d % 2 == 0 and d >= 8] or divs)
 
 def _divisors(n: int, lo: int, hi: int) -> list[int]: return [d for d in range(lo, min(n, hi) + 1) if n % d == 0]
 
@@ -246,6 +247,11 @@ def choose(sink: UOp, target: Renderer) -> Opt:
     # register tiling: several rows share each load of the vector axis
     i = _upcast_range(sink, j)
     up = next((n for n in (4, 2) if i is not None and i.src[0].arg % n == 0), 1)
+    if up == 1 and i is not None and (odd := next((n for n in (7, 5, 3) if i.src[0].arg % n == 0), 0)):
+      # rows that 4 and 2 do not divide (a 7x7 image's columns in a channels-last conv): an odd count of them, on a
+      # narrower tile, so the accumulators stay in the same registers (7 rows x 2 vectors for 4 x 4)
+      narrow = _tile(j.src[0].arg, budget.max_tile * 4 // odd)
+      if narrow >= budget.width and narrow % budget.width == 0: t, up = narrow, odd
     # staging pays when the block is reused by many rows and enough tiles are left to share among threads
     stage = up > 1 and i.src[0].arg >= 32 and j.src[0].arg // t >= 8 and _stageable(sink, j, i)  # type: ignore[union-attr]
     return Opt("VECTOR", t, up, stage)

@@ -21,6 +21,7 @@ CASES = [
   ((2, 3, 11, 11), (8, 3, 5, 5), dict(stride=2, padding=2)),
   ((2, 3, 9, 8), (8, 3, 3, 2), dict(dilation=(2, 1), padding=(1, 2))),
   ((1, 6, 6, 6), (24, 6, 1, 1), dict()),
+  ((2, 16, 9, 9), (32, 16, 3, 3), dict()),  # 7 columns: 7 rows of the narrower tile at once
   ((2, 3, 5, 18), (8, 3, 3, 3), dict()),
   ((3, 4, 7, 21), (6, 4, 5, 5), dict(padding=2)),
   ((2, 4, 8, 20), (16, 1, 3, 3), dict(groups=4, stride=2, padding=1)),
@@ -75,7 +76,7 @@ def _grads(device, xn, wn, kw):
   (out * out.detach().sin()).sum().backward()
   return [t.numpy() for t in (out, x.grad, w.grad)]
 
-@pytest.mark.parametrize("xs,ws,kw", CASES[:3] + CASES[5:7])
+@pytest.mark.parametrize("xs,ws,kw", CASES[:3] + CASES[5:8])
 def test_conv_kernels_match_noopt_and_python(xs, ws, kw):
   rng = np.random.default_rng(3)
   xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
@@ -120,3 +121,17 @@ def test_every_legal_action_of_channels_last_conv_kernels_matches_noopt():
       np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), want, rtol=1e-4, atol=1e-4, err_msg=str(opt))
       tried += opt != Opt("NONE")
   assert tried > 20
+
+def test_seven_columns_are_computed_seven_at_a_time():
+  # 4 and 2 do not divide a 7x7 image's columns: VECTOR tiles fewer channels and computes all 7 columns per weight load
+  x, w = Tensor.rand(1, 16, 9, 9).realize(), Tensor.rand(64, 16, 3, 3).realize()
+  si = next(si for si in create_schedule([x.conv2d(w).uop])[0] if len(si.bufs) == 3)
+  opt = choose(lower_and_simplify(si.ast), Device[si.device].renderer)
+  assert opt.kind == "VECTOR" and opt.upcast == 7 and opt.arg * 7 <= 4 * 64, opt
+
+def test_a_conv_read_by_a_padded_copy_gets_its_own_kernel():
+  # conv -> relu -> padded conv: fused into the next conv's padded input, the first conv ran gated and tiled along the
+  # padded rows; it is computed on its own, and the pad kernel only applies the relu
+  x, w1, w2 = (Tensor.rand(*s).realize() for s in ((1, 8, 20, 20), (12, 8, 3, 3), (12, 12, 3, 3)))
+  items = create_schedule([x.conv2d(w1, padding=1).relu().conv2d(w2, padding=1).uop])[0]
+  assert sorted(si.bufs[0].size for si in items) == sorted([8 * 22 * 22, 12 * 20 * 20, 12 * 22 * 22, 12 * 20 * 20])

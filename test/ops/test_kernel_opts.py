@@ -397,3 +397,8 @@ def test_transposes_walk_blocks_and_match_noopt(shape, perm, tiled):
     get_program(si.device, si.ast, o)([b.ensure_allocated()._mem for b in si.bufs], [])
     got = np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32).reshape(want.shape)
     np.testing.assert_array_equal(got, a.transpose(perm) * 2, err_msg=str(o))
+
+def test_tiles_prefer_whole_vectors_then_even_ones():
+  # an odd tile leaves one lane over and runs as scalar C: 114 columns (ResNet's padded 112) are tiled by 38, not 57
+  from fusegrad.codegen.opt import _tile
+  assert _tile(114, 64) == 38 and _tile(56, 64) == 56 and _tile(112, 64) == 56 and _tile(57, 64) == 57 and _tile(7, 64) == 7
