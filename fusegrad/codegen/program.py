@@ -40,12 +40,17 @@ def get_program(device: str, ast: UOp, opt=None):
 
 def compile_ahead(kernels: list[tuple[str, UOp]], workers: int) -> None:
   """Compile the kernels not in the cache yet (heuristic optimization) at once, `workers` compilers in parallel: the
-  renderer runs here (Python), each compiler is its own process, so a schedule's cold start takes a fraction of the time."""
+  renderer runs here (Python), each compiler is its own process, so a schedule's cold start takes a fraction of the time.
+  A device with compile_many (the CPU) also links them into one library."""
   if workers < 2: return
   todo = list(dict.fromkeys(k for k in kernels if (*k, None, bool(NOOPT)) not in _programs))
   if len(todo) < 2: return
-  specs = [_render(device, ast, None) for device, ast in todo]
-  with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-    progs = list(pool.map(lambda ds: Device[ds[0]].compile(ds[1]), zip([d for d, _ in todo], specs)))
+  devices = {d for d, _ in todo}
+  if len(devices) == 1 and hasattr(dev := Device[devices.pop()], "compile_many"):
+    progs = dev.compile_many((_render(device, ast, None) for device, ast in todo), workers)  # compiles while rendering
+  else:
+    specs = [_render(device, ast, None) for device, ast in todo]
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+      progs = list(pool.map(lambda ds: Device[ds[0]].compile(ds[1]), zip([d for d, _ in todo], specs)))
   for (device, ast), prg in zip(todo, progs): _programs[(device, ast, None, bool(NOOPT))] = prg
   _bound(_programs)

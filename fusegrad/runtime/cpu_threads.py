@@ -5,7 +5,7 @@ launch (submit, GIL handoffs, futures), more than a whole decode-sized kernel: a
 Workers spin briefly after each job, because kernels of one schedule follow each other within microseconds, then
 sleep on a condition variable so an idle process costs nothing."""
 from __future__ import annotations
-import ctypes
+import ctypes, hashlib
 from fusegrad.renderer import ProgramSpec
 
 POOL_SRC = r"""
@@ -77,10 +77,19 @@ int pool_run(task_fn fn, void **bufs, const int *vars, int n) {
 """
 SPINS = 4000  # ~50-200 us of pause instructions: longer than the gap between a schedule's kernels
 
-def task_wrapper(spec: ProgramSpec) -> str:
-  """C for `<name>_task(bufs, vars, core_id, n_cores)`: the kernel behind one signature the pool can call."""
+def task_symbol(spec: ProgramSpec) -> str:
+  """The one symbol a kernel's library exports: named by its source, so kernels of the same name (E_32 of different
+  ASTs) linked into one library (ops_cpu.compile_many) never clash."""
+  return f"task_{hashlib.sha256(spec.src.encode()).hexdigest()[:20]}"
+
+def kernel_source(spec: ProgramSpec) -> str:
+  """The kernel as a static function, and `task_<hash>(bufs, vars, core_id, n_cores)` calling it: one signature the
+  pool can call."""
   args = [f"b[{j}]" for j in range(len(spec.globals))] + [f"v[{j}]" for j in range(len(spec.vars))] + ["core_id", "n_cores"]
-  return f"\nvoid {spec.name}_task(void **b, const int *v, int core_id, int n_cores) {{ {spec.name}({', '.join(args)}); }}\n"
+  head = f"void {spec.name}("
+  if head not in spec.src: raise RuntimeError(f"kernel {spec.name}: its source does not define {head}...)")
+  return (spec.src.replace(head, "static " + head, 1) +
+          f"\nvoid {task_symbol(spec)}(void **b, const int *v, int core_id, int n_cores) {{ {spec.name}({', '.join(args)}); }}\n")
 
 def pool_source() -> str: return f"#define SPINS {SPINS}\n" + POOL_SRC
 
