@@ -8,6 +8,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 for _k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"): os.environ.pop(_k, None)
+# CPU_ISA=avx2 compiles fusegrad for AVX2 on an AVX-512 host; the references then run their AVX2 kernels too (PyTorch's
+# ATen and oneDNN, OpenBLAS's Haswell ones), or the comparison would set AVX2 code against AVX-512 code
+REFERENCE_ISA = {"avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell"},
+                 "sse": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", "OPENBLAS_CORETYPE": "Nehalem"}}
+for _k, _v in REFERENCE_ISA.get(os.environ.get("CPU_ISA", "").lower(), {}).items(): os.environ.setdefault(_k, _v)
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path: sys.path.insert(0, _ROOT)
 
@@ -61,7 +66,9 @@ def env_info() -> str:
   t = get_torch()
   tv = f"torch {t.__version__} threads={t.get_num_threads()}" if t else "torch: not installed (references n/a)"
   load = "  load avg %.1f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else ""
-  return f"CPU: {cpu_model()}  cpus={os.cpu_count()}{load}\n{fusegrad_target()}\nnumpy {np.__version__}  {tv}\n{blas_info()}"
+  pinned = "  ".join(f"{k}={os.environ[k]}" for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "OPENBLAS_CORETYPE") if k in os.environ)
+  refs = f"\nreferences pinned to CPU_ISA: {pinned}" if pinned else ""
+  return f"CPU: {cpu_model()}  cpus={os.cpu_count()}{load}\n{fusegrad_target()}\nnumpy {np.__version__}  {tv}\n{blas_info()}{refs}"
 
 # ---- timers ----
 def wall_times(fn: Callable[[], object], reps: int, warmup: int = 1) -> list[float]:
