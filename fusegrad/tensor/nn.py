@@ -276,11 +276,12 @@ class NNMixin(TensorMixin):
     xw = xp._pool(k_, s_, d_)  # (bs, cin_all, *o, *k)
     o_, rcout = xw.shape[2:2 + n], cout // groups
     xw = xw.reshape(bs, groups, cin, *o_, *k_).permute(0, 1, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))  # (bs, g, *o, cin, *k)
-    if rcout % 8 == 0 and o_[-1] < 16:
+    if rcout % 8 == 0 and (o_[-1] < 16 or rcout >= 64):
       # channels last: the output channels are the innermost loop, read from a (g, cin, *k, rcout) copy of the weight,
       # so the kernel is a matmul with whole SIMD vectors where an image row is too short for them (a 6x6 image made
-      # 6-wide vectors: 4.4x slower). Wider images stay channels first: the ops that read the output (bias, ReLU,
-      # batchnorm) walk it by rows, and would gather a channels-last one
+      # 6-wide vectors: 4.4x slower), or where 64 or more channels fill a whole tile (ResNet's 56x56 layers: 1.3x).
+      # Wide images with few channels stay channels first: the ops that read the output (bias, ReLU, batchnorm) walk
+      # it by rows and would gather a channels-last one, which cost MNIST's 32-channel 24x24 layers what they gained
       wt = weight.reshape(groups, rcout, cin, *k_).permute(0, 2, *range(3, 3 + n), 1).contiguous()
       wt = wt.permute(0, 2 + n, 1, *range(2, 2 + n)).reshape(1, groups, *(1,) * n, rcout, cin, *k_)
       red = (xw.reshape(bs, groups, *o_, 1, cin, *k_) * wt).sum(tuple(range(-1 - n, 0)), dtype=dtype)  # (bs, g, *o, rcout)

@@ -1,7 +1,8 @@
 """The convolution's kernel forms and its own gradients (tensor/nn.py: conv2d, _conv_vjp), against PyTorch, NOOPT and PYTHON.
 
 conv2d builds one of two forms: channels last (the output channels innermost, from a transposed copy of the weight)
-where an image row is shorter than 16 and the channels per group a multiple of 8, else channels first. Its gradients
+where the channels per group are a multiple of 8 and an image row is shorter than 16 or there are 64 or more channels,
+else channels first. Its gradients
 are registered, not composed: the input gradient of a stride-1 convolution is a transposed convolution, a strided one
 keeps the composed window gradient, and the weight gradient reduces batch-last copies of both operands."""
 import numpy as np, pytest, torch
@@ -22,6 +23,7 @@ CASES = [
   ((2, 3, 9, 8), (8, 3, 3, 2), dict(dilation=(2, 1), padding=(1, 2))),
   ((1, 6, 6, 6), (24, 6, 1, 1), dict()),
   ((2, 16, 9, 9), (32, 16, 3, 3), dict()),  # 7 columns: 7 rows of the narrower tile at once
+  ((1, 3, 5, 20), (64, 3, 3, 3), dict(padding=1)),  # a wide row, but 64 channels fill a tile
   ((2, 3, 5, 18), (8, 3, 3, 3), dict()),
   ((3, 4, 7, 21), (6, 4, 5, 5), dict(padding=2)),
   ((2, 4, 8, 20), (16, 1, 3, 3), dict(groups=4, stride=2, padding=1)),
@@ -76,7 +78,7 @@ def _grads(device, xn, wn, kw):
   (out * out.detach().sin()).sum().backward()
   return [t.numpy() for t in (out, x.grad, w.grad)]
 
-@pytest.mark.parametrize("xs,ws,kw", CASES[:3] + CASES[5:8])
+@pytest.mark.parametrize("xs,ws,kw", CASES[:3] + CASES[5:9])
 def test_conv_kernels_match_noopt_and_python(xs, ws, kw):
   rng = np.random.default_rng(3)
   xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
