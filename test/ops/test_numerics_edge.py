@@ -68,6 +68,14 @@ def test_relu_at_zero():
   helper_test_op(None, lambda x: x.relu(), vals=[[0.0, -0.0, 1.0, -1.0]])
   helper_test_op(None, lambda x: x.relu().log(), vals=[[0.0, -1.0, 1.0]])  # inf upstream at 0 must not reach x
 
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.int8, dtypes.int64, dtypes.bool])
+def test_relu_builds_the_composed_graph(dt):
+  # relu's fast path builds (x < 0) | (x == 0) -> where(.., 0, x) directly: the very nodes the composed ops make, so
+  # kernels, caches and gradients are shared with code that spells it out; NaN stays NaN
+  u = Tensor([-2, 0, 3, 1], dtype=dt).uop
+  assert u.relu() is ((u < 0) | u.eq(0)).where(0, u)
+  assert np.isnan(Tensor([float("nan"), -1.0]).relu().numpy()[0])
+
 # ======================================================================== max / min reductions
 
 def test_max_reduce_inf_upstream():
