@@ -45,15 +45,17 @@ class Opt:
 class Budget:
   """The heuristic's sizes for one target, from its vector width W and register count R (measured on AVX-512, W=16,
   R=32: accumulators in half the registers were best, 4 rows x 64 floats; register tiling of a split reduce was best a
-  little over R vectors, 36 on a 14-lane conv weight gradient beat 18, as spills of accumulators are cheap L1 hits)."""
+  little over R vectors, 36 on a 14-lane conv weight gradient beat 18, as spills of accumulators are cheap L1 hits).
+  With 16 registers half is 2 vectors a row, too few to hide the FMA latency, so a tile may take 3 (AVX2: a 20-wide
+  conv row is one 8 + 8 + 4 tile, not two of 8 + 2; a 24-wide one 8 + 8 + 8, not three of 8)."""
   width: int     # float32 lanes of a vector
-  max_tile: int  # longest accumulator array of VECTOR: (R/2 registers) x W lanes over 4 rows
+  max_tile: int  # longest accumulator array of VECTOR: (R/2 registers) x W lanes over 4 rows, at least 3 vectors
   max_vectors: int  # vector accumulators of one LANES kernel
 
   @staticmethod
   def of(target: Renderer) -> Budget:
     w, r = max(target.simd_width, 4), max(target.vector_registers, 16)  # a scalar target gets SSE's shapes
-    return Budget(w, r // 2 * w // 4, r + r // 8)
+    return Budget(w, max(r // 2 * w // 4, 3 * w), r + r // 8)
 
   def vectors(self, lanes: int) -> int:
     """Vectors that hold `lanes` floats: 14 lanes are 8 + 4 + 2 (renderer/cvector.py tile_widths)."""
