@@ -225,10 +225,10 @@ def _build(cc: str, flags: tuple[str, ...], src: str, libs: list[str]) -> str:
     return path
   fd, tmp = tempfile.mkstemp(suffix=".so", dir=d)
   os.close(fd)
-  proc = subprocess.run([cc, *flags, "-x", "c", "-", "-o", tmp, *libs], input=src.encode(), capture_output=True)
-  if proc.returncode != 0:
+  try: _run_cc(cc, list(flags), src, ["-o", tmp, *libs])
+  except RuntimeError:
     os.unlink(tmp)
-    raise RuntimeError(f"{cc} failed to compile a kernel:\n{proc.stderr.decode()}\n--- source ---\n{src}")
+    raise
   os.replace(tmp, path)  # atomic: another process never sees a half-written library
   _used.add(path)  # its mtime is now
   _after_write(d, path)
