@@ -11,7 +11,7 @@ from fusegrad.helpers import TensorError, flatten, prod
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad import buffers
 from fusegrad.tensor.common import TensorMixin, is_tensor, _arange
-from fusegrad.gradient import with_gradient
+from fusegrad.gradient import compute_gradient, with_gradient
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
@@ -44,21 +44,17 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
   """The gradients of a convolution of the padded input xp with the weight w, red being its (bs, g, cout/g, *o) sum.
   The composed graph is correct but slow: its input gradient sums k shifted copies of a buffer k times the input's
   size, and its weight gradient reads both operands along a short spatial row. So the input gradient of a stride-1
-  convolution is a transposed one (the output gradient padded by the kernel's span, convolved with the flipped weight),
-  and the weight gradient reduces both operands copied batch-last, where the batch joins the image rows into one long
-  contiguous reduction (MNIST's 5x5 weight gradient ran 3.5x faster). Strided input gradients keep the composed graph."""
+  convolution is conv_transpose2d of the output gradient with the same weight (padded by the kernel's span, convolved
+  with the flipped weight), and the weight gradient reduces both operands copied batch-last, where the batch joins the
+  image rows into one long contiguous reduction (MNIST's 5x5 weight gradient ran 3.5x faster). Strided input gradients
+  keep the composed graph."""
   def vjp(g: Tensor, xp: Tensor, w: Tensor, needs: tuple[bool, bool]) -> tuple:
-    (bs, cin_all, *_), (cout, cin, *k_) = xp.shape, w.shape
+    bs, (cout, cin, *k_) = xp.shape[0], w.shape
     n, o_ = len(k_), g.shape[2:]
     gx = gw = None
     if all(needs): g = g.contiguous()  # computed once for both gradients
-    if needs[0] and all(s == 1 for s in s_):
-      wt = w.reshape(groups, cout // groups, cin, *k_).transpose(1, 2).reshape(cin_all, cout // groups, *k_).flip(*range(2, 2 + n))
-      span = tuple(flatten((d * (k - 1), d * (k - 1)) for k, d in zip(k_[::-1], d_[::-1])))
-      gx = g.conv2d(wt, groups=groups, dilation=d_, padding=span).cast(xp.dtype)
-    elif needs[0]:
-      from fusegrad.gradient import compute_gradient
-      gx = type(g)(compute_gradient(red.uop, g.reshape(red.shape).uop, {xp.uop})[xp.uop])
+    if needs[0] and all(s == 1 for s in s_): gx = g.conv_transpose2d(w, groups=groups, dilation=d_).cast(xp.dtype)
+    elif needs[0]: gx = type(g)(compute_gradient(red.uop, g.reshape(red.shape).uop, {xp.uop})[xp.uop])
     if needs[1]:
       last = lambda t: t.permute(*range(1, t.ndim), 0).contiguous()  # noqa: E731  (c, *spatial, bs)
       xw = last(xp).permute(0, n + 1, *range(1, n + 1))._pool(k_, s_, d_)  # (cin_all, bs, *o, *k)
