@@ -2,36 +2,125 @@
 blockIdx/threadIdx math and a launch size; the PYTHON device interprets the same UOps once per thread of the launch
 (runtime/ops_python.py), barriers included.
 
-Two shapes of kernel:
-  - one thread per output element (`gidx0`, the global thread index): the loops' indices are recovered from it by
-    div/mod and the thread runs the kernel's reduce loops itself;
-  - one block per output element when there are few outputs and long reductions (a sum of a whole tensor, a row
-    softmax): block `bidx0` computes element bidx0, each of its `lidx0` threads reduces a strided share of every
-    reduction, the partials meet in shared memory (DEFINE_LOCAL) after a barrier (BARRIER), and every thread combines
-    them in the same order, so all of them hold the same result; thread 0 stores it."""
+The GPU's optimization actions (an `Opt` each, chosen by `choose` from the target's facts or timed by BEAM):
+  - Opt("THREADS", b, upcast=u, upcast2=v): one thread per tile of u consecutive rows x v consecutive columns of the
+    outputs, b threads a block. The columns are the innermost output loop; the rows the innermost loop that some load
+    along the columns does not depend on (a matmul's rows, a conv's output channels). The tile's copies of the body
+    share their reduce loops (the linearizer merges them), so a value loaded once serves every output that reads it
+    (register tiling). A size the tile does not divide is padded: the extra copies read the last row (in bounds) and
+    their stores are gated off. The thread's indices are recovered from `gidx0` by div/mod and it runs the reductions itself.
+  - Opt("GROUP", b): one block of b threads per output element, for few outputs with long reductions (a sum of a whole
+    tensor, a row softmax): each thread reduces a strided share of every reduction, the partials meet in shared memory
+    (DEFINE_LOCAL) after a barrier (BARRIER), and every thread combines them in the same order, so all of them hold
+    the same result; thread 0 stores it."""
 from __future__ import annotations
 from fusegrad.dtype import dtypes
-from fusegrad.helpers import prod
+from fusegrad.helpers import NOOPT, prod
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.pattern import graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import reduce_identity
-from fusegrad.codegen.opt import nested_reduce, output_ranges
+from fusegrad.codegen.opt import Opt, nested_reduce, output_ranges
+from fusegrad.renderer import Renderer
 
 # a kernel gets block reductions when it has at most this many outputs and a reduction at least this long
 GROUP_MAX_OUTPUTS, GROUP_MIN_REDUCE = 1024, 256
+# register tiles pay when each output's reduction is at least this long and the tiled launch still has this many
+# blocks' worth of threads to spread over the GPU's multiprocessors
+TILE_MIN_REDUCE, TILE_MIN_BLOCKS = 16, 4
 
-def to_threads(sink: UOp, block: int) -> UOp:
-  """Replace the output loops of `sink` with thread indices, with block reductions where they pay."""
-  loops, reduces = output_ranges(sink), [u for u in sink.toposort() if u.op is Ops.REDUCE]
-  n_out = prod(r.src[0].arg for r in loops)
-  # block reductions need every barrier outside loops: no reduce may run inside another's loop
-  if reduces and n_out <= GROUP_MAX_OUTPUTS and max(_size(u) for u in reduces) >= GROUP_MIN_REDUCE and not nested_reduce(reduces):
-    sink = _group_reduces(sink, reduces, block)
-    return _split(sink, loops, "bidx0")
-  return _split(sink, loops, "gidx0")
+def to_threads(sink: UOp, target: Renderer, opt: Opt | None = None) -> UOp:
+  """Replace the output loops of `sink` with thread indices as `opt` says (None: the heuristic's choice)."""
+  opt = choose(sink, target) if opt is None else opt
+  if opt.kind == "GROUP":
+    if (reduces := _groupable(sink)) is None or not _pow2_block(opt.arg, target): raise ValueError(f"{opt} does not apply to this kernel")
+    return _split(_group_reduces(sink, reduces, opt.arg), output_ranges(sink), "bidx0", opt.arg)
+  if opt.kind != "THREADS" or not 1 <= opt.arg <= target.max_threads: raise ValueError(f"{opt} does not apply to a GPU kernel")
+  rows, cols = tile_loops(sink)
+  for r, n in ((rows, opt.upcast), (cols, opt.upcast2)):
+    if n == 1: continue
+    if r is None: raise ValueError(f"{opt} does not apply to this kernel")
+    sink = _upcast(sink, r, n)
+  return _split(sink, output_ranges(sink), "gidx0", opt.arg)
 
+# ---------------- choosing
+
+def choose(sink: UOp, target: Renderer) -> Opt:
+  """The heuristic, from the target's facts: a block per output for few outputs with long reductions; register tiles
+  of 4 x 4 outputs (a matmul, a conv) when the reductions are long and enough threads are left; else one thread per output."""
+  reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
+  longest = max((_size(u) for u in reduces), default=0)
+  if _groupable(sink) is not None and _outputs(sink) <= GROUP_MAX_OUTPUTS and longest >= GROUP_MIN_REDUCE:
+    return Opt("GROUP", 128 if NOOPT else _group_block(longest, target))
+  block = min(target.block_size, target.max_threads)
+  if NOOPT or longest < TILE_MIN_REDUCE: return Opt("THREADS", block)
+  rows, cols = tile_loops(sink)
+  up = 4 if rows is not None else 1
+  up2 = next((n for n in (4, 2) if cols is not None and cols.src[0].arg % n == 0), 1)  # whole vectors of columns
+  if _outputs(sink) < up * up2 * block * TILE_MIN_BLOCKS: up = up2 = 1
+  return Opt("THREADS", block, up, upcast2=up2)
+
+def actions(sink: UOp, target: Renderer) -> list[Opt]:
+  """Every legal GPU action for this kernel (BEAM's search space): block sizes from a warp to the most threads a block
+  may have, register tiles of rows and columns, block reductions."""
+  blocks = [b for b in (32, 64, 128, 256, 512, 1024) if b <= target.max_threads]
+  rows, cols = tile_loops(sink)
+  ups = [1] + ([2, 4, 8] if rows is not None else [])
+  ups2 = [1] + ([2, 4] if cols is not None else [])
+  out = [Opt("THREADS", b, u, upcast2=v) for b in blocks for u in ups for v in ups2]
+  if _groupable(sink) is not None: out += [Opt("GROUP", b) for b in blocks if _pow2_block(b, target)]
+  return out + ([c] if (c := choose(sink, target)) not in out else [])
+
+def tile_loops(sink: UOp) -> tuple[UOp | None, UOp | None]:
+  """(rows, columns) of a register tile, each None where tiling it would share no load. Columns: the innermost output
+  loop, if some load of a reduction does not depend on it. Rows: the innermost other output loop that some load
+  along the columns does not depend on."""
+  outs = output_ranges(sink)
+  reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
+  if not outs or not reduces: return None, None
+  j = outs[-1]
+  loads = [set(u.toposort()) for r in reduces for u in r.src[0].toposort() if u.op is Ops.LOAD]
+  cols = j if any(j not in t for t in loads) else None
+  along = [t for t in loads if j in t]
+  rows = next((r for r in reversed(outs[:-1]) if any(r not in t for t in along) and any(r in t for t in loads)), None)
+  return rows, cols
+
+def _groupable(sink: UOp) -> list[UOp] | None:
+  """The reduces of a kernel that block reductions can split (every barrier must be outside loops: no reduce may run
+  inside another's loop), or None."""
+  reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
+  return reduces if reduces and not nested_reduce(reduces) else None
+
+def _group_block(longest: int, target: Renderer) -> int:
+  """Threads of a block reduction: about 4 elements a thread, a power of two from a warp to the block limit."""
+  b = target.warp_size
+  while b * 2 <= min(longest // 4, target.max_threads): b *= 2
+  return b
+
+def _pow2_block(b: int, target: Renderer) -> bool: return target.warp_size <= b <= target.max_threads and b & (b - 1) == 0
+def _outputs(sink: UOp) -> int: return prod(r.src[0].arg for r in output_ranges(sink))
 def _size(reduce: UOp) -> int: return prod(r.src[0].arg for r in reduce.src[1:])
+
+# ---------------- lowering
+
+def _upcast(sink: UOp, r: UOp, n: int) -> UOp:
+  """The kernel's stores are copied for n consecutive values of loop r, which now steps by n. Where n does not divide
+  r's size, a copy past the end reads the last value (so its loads stay in bounds) and its stores are gated off."""
+  size = r.src[0].arg
+  outer = UOp(Ops.RANGE, r.dtype, (UOp.const(r.dtype, -(-size // n)),), r.arg)  # keeps r's place in the nest
+  stores = []
+  for c in range(n):
+    v = outer * UOp.const(r.dtype, n) + UOp.const(r.dtype, c)
+    if size % n == 0:
+      stores += [st.substitute({r: v}) for st in sink.src]
+      continue
+    ok = v < UOp.const(r.dtype, size)
+    stores += [_gated(st.substitute({r: ok.where(v, UOp.const(r.dtype, size - 1))}), ok) for st in sink.src]
+  return graph_rewrite(UOp(Ops.SINK, sink.dtype, tuple(stores), sink.arg), symbolic)
+
+def _gated(st: UOp, ok: UOp) -> UOp:
+  """STORE(buffer, index, value[, gate]) with `ok` added to its gate."""
+  return st.replace(src=st.src[:3] + ((st.src[3] & ok) if len(st.src) > 3 else ok,))
 
 def _unflatten(flat: UOp, loops: tuple[UOp, ...] | list[UOp]) -> dict[UOp, UOp]:
   """Each loop's index from one flat index over them (outermost first): (flat // the inner loops' sizes) % its size."""
@@ -42,10 +131,11 @@ def _unflatten(flat: UOp, loops: tuple[UOp, ...] | list[UOp]) -> dict[UOp, UOp]:
     out[r] = v % UOp.const(flat.dtype, r.src[0].arg) if i > 0 else v
   return out
 
-def _split(sink: UOp, loops: list[UOp], name: str) -> UOp:
-  """The output loops become one SPECIAL index `name` over all of their elements."""
+def _split(sink: UOp, loops: list[UOp], name: str, block: int) -> UOp:
+  """The output loops become one SPECIAL index `name` over all of their elements, launched `block` threads a block
+  (gidx0) or with `block` threads in each block (bidx0, one block an element)."""
   if not loops: return graph_rewrite(sink, symbolic)  # a single output element: one thread (or one block)
-  idx = UOp(Ops.SPECIAL, loops[0].dtype, (), (name, prod(r.src[0].arg for r in loops)))
+  idx = UOp(Ops.SPECIAL, loops[0].dtype, (), (name, prod(r.src[0].arg for r in loops), block))
   return graph_rewrite(sink.substitute(_unflatten(idx, loops)), symbolic)
 
 def _group_reduces(sink: UOp, reduces: list[UOp], block: int) -> UOp:
@@ -58,7 +148,7 @@ def _group_reduces(sink: UOp, reduces: list[UOp], block: int) -> UOp:
   for k, u in enumerate(reduces):
     rngs, size = u.src[1:], _size(u)
     outer = UOp(Ops.RANGE, idt, (UOp.const(idt, (size + block - 1) // block),), next_range + 2 * k)
-    flat = outer * UOp.const(idt, block) + lid
+    flat = lid + outer * UOp.const(idt, block)  # (lid last would ask a source-less SPECIAL for a tensor shape)
     inside = flat < UOp.const(idt, size)
     at = inside.where(flat, UOp.const(idt, size - 1))  # past the end: read the last element (in bounds), use the identity
     idx_of = _unflatten(at, rngs)
@@ -72,4 +162,4 @@ def _group_reduces(sink: UOp, reduces: list[UOp], block: int) -> UOp:
   # every thread holds the result; thread 0 stores it (a gated STORE)
   first = UOp(Ops.CMPEQ, dtypes.bool, (lid, UOp.const(idt, 0)))
   sink = sink.substitute(sub)
-  return sink.replace(src=tuple(st.replace(src=st.src + (first,)) for st in sink.src))
+  return sink.replace(src=tuple(_gated(st, first) for st in sink.src))

@@ -52,7 +52,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
     # a GPU's threads take the output loops (codegen/gpu.py); the CPU's tiling and vector opts do not apply to it
     if not target.has_threads: sink = apply_opt(sink := share_row_values(sink), choose(sink, target) if opt is None else opt)
   sink = graph_rewrite(sink, symbolic + legalize)
-  if target.has_threads: sink = to_threads(sink, target.block_size)
+  if target.has_threads: sink = to_threads(sink, target, None if NOOPT else opt)
   # REDUCEs over the very same loops (the copies UPCAST makes) share one loop nest: group them, and order the graph
   # so every member's body comes before any member, so the shared loop can be placed at the first one
   groups: dict[tuple, list[UOp]] = {}

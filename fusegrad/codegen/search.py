@@ -9,6 +9,7 @@ from fusegrad.device import Device
 from fusegrad.helpers import CACHELEVEL, DEBUG, cache_dir, getenv
 from fusegrad.uop.ops import UOp
 from fusegrad.codegen.opt import Opt, actions, choose
+from fusegrad.codegen import gpu
 
 def ast_key(device: str, ast: UOp) -> str:
   """A stable identity for a kernel on a target across processes (hash-consed UOps are only identical within one). The
@@ -45,9 +46,12 @@ def beam_search(device: str, ast: UOp, bufs, var_vals: dict, width: int) -> Opt:
   from fusegrad.codegen.program import get_program
   key = ast_key(device, ast)
   if (opt := cached_opt(key)) is not None: return opt
-  kernel, target = lower_and_simplify(ast), Device[device].renderer
-  heuristic = choose(kernel, target)
-  cands = [heuristic] + [c for c in actions(kernel, target) if c != heuristic]  # timed first: a timeout must not skip the default
+  target = Device[device].renderer
+  kernel = lower_and_simplify(ast, target.has_threads)
+  # a GPU's actions are launch shapes (codegen/gpu.py), a CPU's are loop tilings (codegen/opt.py)
+  chooser, lister = (gpu.choose, gpu.actions) if target.has_threads else (choose, actions)
+  heuristic = chooser(kernel, target)
+  cands = [heuristic] + [c for c in lister(kernel, target) if c != heuristic]  # timed first: a timeout must not skip the default
   mems = [b.ensure_allocated()._mem for b in bufs]
   deadline = time.perf_counter() + getenv("BEAM_TIMEOUT", 20.0)
   timed: list[tuple[float, Opt]] = []
@@ -70,9 +74,10 @@ def beam_search(device: str, ast: UOp, bufs, var_vals: dict, width: int) -> Opt:
   store_opt(key, best)
   return best
 
-def lower_and_simplify(ast: UOp) -> UOp:
+def lower_and_simplify(ast: UOp, gpu_target: bool = False) -> UOp:
   from fusegrad.codegen.lowerer import lower_kernel
   from fusegrad.uop.pattern import graph_rewrite
   from fusegrad.uop.symbolic import symbolic
   from fusegrad.codegen.opt import merge_loops, share_row_values
-  return share_row_values(merge_loops(graph_rewrite(lower_kernel(ast), symbolic)))  # what linearize optimizes
+  merged = merge_loops(graph_rewrite(lower_kernel(ast), symbolic))
+  return merged if gpu_target else share_row_values(merged)  # what linearize optimizes

@@ -40,11 +40,13 @@ def estimate(uops: list[UOp]) -> tuple[int, int]:
 
 def launch_size(uops: list[UOp], block: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
   """(grid, block) of a GPU launch for linear UOps (codegen/gpu.py): one block per `bidx0` with `lidx0` threads each, or
-  enough blocks of `block` threads (one smaller block for a small kernel) to cover the global index `gidx0`; a kernel
-  with neither runs on one thread."""
-  count = {u.arg[0]: u.arg[1] for u in uops if u.op is Ops.SPECIAL}
+  enough blocks of `block` threads (the kernel's own block size where its `gidx0` names one; one smaller block for a
+  small kernel) to cover the global index `gidx0`; a kernel with neither runs on one thread."""
+  specials = {u.arg[0]: u.arg for u in uops if u.op is Ops.SPECIAL}
+  count = {k: a[1] for k, a in specials.items()}
   if "lidx0" in count: return (count.get("bidx0", 1), 1, 1), (count["lidx0"], 1, 1)
   total = count.get("gidx0", 1)
+  if "gidx0" in specials and len(specials["gidx0"]) > 2: block = specials["gidx0"][2]
   local = max(1, min(block, total))
   return ((total + local - 1) // local, 1, 1), (local, 1, 1)
 
@@ -55,7 +57,10 @@ class Renderer:
   vector_registers: int = 0    # how many such registers: the accumulator budget of register tiling
   has_threads: bool = False    # many hardware threads run one kernel together (GPU blocks)
   has_shared: bool = False     # memory shared by those threads
-  block_size: int = 0          # threads per block of a GPU launch (has_threads)
+  block_size: int = 0          # threads per block of a GPU launch (has_threads), unless the kernel's optimization says
+  warp_size: int = 0           # threads that run in lockstep and exchange registers (shuffles, tensor-core fragments)
+  max_threads: int = 0         # most threads one block may have
+  shared_bytes: int = 0        # shared memory one block may declare statically
   vector_math: frozenset[Ops] = frozenset()  # ops the target computes a whole vector of at once (exp, log, ...)
   half_loads: bool = False     # a vector of float16 converts to float32 in one instruction (x86 F16C, AVX-512, NEON)
   compile_flags: tuple[str, ...] = ()

@@ -10,7 +10,9 @@ from fusegrad.renderer import ProgramSpec, launch_size
 from fusegrad.renderer.cstyle import C_TYPES, CKernel, CStyleRenderer
 
 # the target facts the GPU lowering reads; the PYTHON device takes the same ones to emulate a launch (DEV=PYTHON:CUDA)
-GPU_FACTS = {"has_threads": True, "block_size": 128, "simd_width": 0, "vector_registers": 0}
+# (every NVIDIA GPU since Volta: warps of 32, blocks of at most 1024 threads and 48 KiB of static shared memory)
+GPU_FACTS = {"has_threads": True, "block_size": 128, "warp_size": 32, "max_threads": 1024, "shared_bytes": 48 * 1024,
+             "simd_width": 0, "vector_registers": 0}
 
 PRELUDE = r"""#define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)

@@ -70,7 +70,8 @@ BLOCK_REDUCES = {  # few outputs, long reductions: one block per output, partial
 def test_block_reduce(name, emulated_gpu):
   shapes, fn, kw = BLOCK_REDUCES[name]
   helper_test_op(shapes, fn, device="PYTHON", **kw)
-  assert any(s.local_size == (128, 1, 1) and any(u.op is Ops.BARRIER for u in s.uops) for s in emulated_gpu)
+  # a block of a power of two threads, at least a warp (codegen/gpu.py's heuristic: about 4 elements a thread)
+  assert any(s.local_size[0] in (32, 64, 128, 256) and any(u.op is Ops.BARRIER for u in s.uops) for s in emulated_gpu)
 
 def test_zero_size():
   assert Tensor.ones(0, 3, device="PYTHON").sum(0).tolist() == [0.0, 0.0, 0.0]

@@ -14,12 +14,12 @@ def uops_of(t: Tensor, renderer):
 
 def test_output_loops_become_one_thread_index():
   uops = uops_of(Tensor.empty(3, 97, device="PYTHON") * 2, CUDARenderer("CUDA"))
-  assert [u.arg for u in uops if u.op is Ops.SPECIAL] == [("gidx0", 291)]
+  assert [u.arg for u in uops if u.op is Ops.SPECIAL] == [("gidx0", 291, 128)]
   assert not any(u.op is Ops.RANGE for u in uops)
 
 def test_reduce_loop_stays_a_loop():
   uops = uops_of(Tensor.empty(5, 7, device="PYTHON").sum(1), CUDARenderer("CUDA"))
-  assert [u.arg for u in uops if u.op is Ops.SPECIAL] == [("gidx0", 5)]
+  assert [u.arg for u in uops if u.op is Ops.SPECIAL] == [("gidx0", 5, 128)]
   assert [u.src[0].arg for u in uops if u.op is Ops.RANGE] == [7]
 
 def test_cuda_source_and_launch():
