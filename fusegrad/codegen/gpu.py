@@ -10,9 +10,10 @@ The GPU's optimization actions (an `Opt` each, chosen by `choose` from the targe
     (register tiling). A size the tile does not divide is padded: the extra copies read the last row (in bounds) and
     their stores are gated off. The thread's indices are recovered from `gidx0` by div/mod and it runs the reductions itself.
   - Opt("GROUP", b): one block of b threads per output element, for few outputs with long reductions (a sum of a whole
-    tensor, a row softmax): each thread reduces a strided share of every reduction, the partials meet in shared memory
-    (DEFINE_LOCAL) after a barrier (BARRIER), and every thread combines them in the same order, so all of them hold
-    the same result; thread 0 stores it."""
+    tensor, a row softmax): each thread reduces a strided share of every reduction, a warp's partials are combined by
+    shuffles (a butterfly: every lane ends with the warp's total), lane 0 of each warp stores it to shared memory
+    (DEFINE_LOCAL), and after a barrier (BARRIER) every thread combines the warps' totals in the same order, so all of
+    them hold the same result; thread 0 stores it. b is a power of two from a warp to the block limit."""
 from __future__ import annotations
 from fusegrad.dtype import dtypes
 from fusegrad.helpers import NOOPT, prod
@@ -34,7 +35,7 @@ def to_threads(sink: UOp, target: Renderer, opt: Opt | None = None) -> UOp:
   opt = choose(sink, target) if opt is None else opt
   if opt.kind == "GROUP":
     if (reduces := _groupable(sink)) is None or not _pow2_block(opt.arg, target): raise ValueError(f"{opt} does not apply to this kernel")
-    return _split(_group_reduces(sink, reduces, opt.arg), output_ranges(sink), "bidx0", opt.arg)
+    return _split(_group_reduces(sink, reduces, opt.arg, target.warp_size), output_ranges(sink), "bidx0", opt.arg)
   if opt.kind != "THREADS" or not 1 <= opt.arg <= target.max_threads: raise ValueError(f"{opt} does not apply to a GPU kernel")
   rows, cols = tile_loops(sink)
   for r, n in ((rows, opt.upcast), (cols, opt.upcast2)):
@@ -138,9 +139,9 @@ def _split(sink: UOp, loops: list[UOp], name: str, block: int) -> UOp:
   idx = UOp(Ops.SPECIAL, loops[0].dtype, (), (name, prod(r.src[0].arg for r in loops), block))
   return graph_rewrite(sink.substitute(_unflatten(idx, loops)), symbolic)
 
-def _group_reduces(sink: UOp, reduces: list[UOp], block: int) -> UOp:
-  """Each reduce over R elements: thread t reduces elements t, t+block, ... (a loop of ceil(R/block)), stores its
-  partial to shared memory, and after a barrier every thread reduces the `block` partials."""
+def _group_reduces(sink: UOp, reduces: list[UOp], block: int, warp: int) -> UOp:
+  """Each reduce over R elements: thread t reduces elements t, t+block, ... (a loop of ceil(R/block)); the partials of
+  a warp are combined by shuffles, and the warps' totals meet in shared memory after a barrier."""
   idt = reduces[0].src[1].dtype
   lid = UOp(Ops.SPECIAL, idt, (), ("lidx0", block))
   next_range = 1 + max(u.arg for u in sink.toposort() if u.op is Ops.RANGE)
@@ -155,11 +156,28 @@ def _group_reduces(sink: UOp, reduces: list[UOp], block: int) -> UOp:
     identity = UOp.const(u.dtype, reduce_identity(u.arg, u.dtype))
     # an earlier reduce this one reads (softmax's max in its sum) is already replaced: reduces come in toposort order
     partial = UOp(Ops.REDUCE, u.dtype, (inside.where(u.src[0].substitute({**sub, **idx_of}), identity), outer), u.arg)
-    smem = UOp(Ops.DEFINE_LOCAL, u.dtype.ptr(block), (), f"smem{k}")
-    synced = UOp(Ops.BARRIER, u.dtype.ptr(block), (smem, UOp(Ops.STORE, dtypes.void, (smem, lid, partial))))
-    j = UOp(Ops.RANGE, idt, (UOp.const(idt, block),), next_range + 2 * k + 1)
-    sub[u] = UOp(Ops.REDUCE, u.dtype, (UOp(Ops.LOAD, u.dtype, (synced, j)), j), u.arg)
+    sub[u] = _across_block(_across_warp(partial, u.arg, warp), u.arg, lid, block, warp, f"smem{k}", next_range + 2 * k + 1)
   # every thread holds the result; thread 0 stores it (a gated STORE)
   first = UOp(Ops.CMPEQ, dtypes.bool, (lid, UOp.const(idt, 0)))
   sink = sink.substitute(sub)
   return sink.replace(src=tuple(_gated(st, first) for st in sink.src))
+
+def _across_warp(v: UOp, op: Ops, warp: int) -> UOp:
+  """A butterfly of shuffles (BARRIER with arg ("shfl_xor", m): the value of lane ^ m): after log2(warp) steps every
+  lane holds op over the warp's values, the same in each (op(a, b) == op(b, a) bit for bit: add, mul, max)."""
+  m = warp // 2
+  while m:
+    v = UOp(op, v.dtype, (v, UOp(Ops.BARRIER, v.dtype, (v,), ("shfl_xor", m))))
+    m //= 2
+  return v
+
+def _across_block(v: UOp, op: Ops, lid: UOp, block: int, warp: int, name: str, rid: int) -> UOp:
+  """Lane 0 of each warp stores its warp's total to shared memory; after a barrier every thread reduces the totals in
+  the same order. A block of one warp needs neither."""
+  if block <= warp: return v
+  idt, warps = lid.dtype, block // warp
+  smem = UOp(Ops.DEFINE_LOCAL, v.dtype.ptr(warps), (), name)
+  lane0 = UOp(Ops.CMPEQ, dtypes.bool, (lid % UOp.const(idt, warp), UOp.const(idt, 0)))
+  synced = UOp(Ops.BARRIER, v.dtype.ptr(warps), (smem, UOp(Ops.STORE, dtypes.void, (smem, lid // UOp.const(idt, warp), v, lane0))))
+  j = UOp(Ops.RANGE, idt, (UOp.const(idt, warps),), rid)
+  return UOp(Ops.REDUCE, v.dtype, (UOp(Ops.LOAD, v.dtype, (synced, j)), j), op)

@@ -59,6 +59,10 @@ class CUDARenderer(CStyleRenderer):
     k.names[u] = u.arg
     k.emit(f"__shared__ {self.ctype(u.dtype)} {u.arg}[{u.dtype.size}];")
   def render_barrier(self, k: CKernel, u: UOp) -> None:
+    if isinstance(u.arg, tuple) and u.arg[0] == "shfl_xor":  # a warp's exchange: the value of lane ^ mask
+      k.names[u] = k.new_name()
+      k.emit(f"{self.ctype(u.dtype)} {k.names[u]} = __shfl_xor_sync(0xffffffffu, {k.r(u.src[0])}, {u.arg[1]});")
+      return
     k.names[u] = k.names[u.src[0]]  # the shared memory, now holding every thread's stores
     k.emit("__syncthreads();")
 

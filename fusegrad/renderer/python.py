@@ -49,7 +49,8 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
 
 def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[str, int], shared: dict[str, list]):
   """Interpret the program as one thread of a GPU launch, yielding at each barrier (so the caller runs every thread of
-  the block up to it before any goes on). thread: each SPECIAL index's value; shared: the block's shared memory."""
+  the block up to it before any goes on) and at each warp shuffle (the caller sends back the partner lane's value).
+  thread: each SPECIAL index's value; shared: the block's shared memory."""
   slot = {u: i for i, u in enumerate(uops)}
   vals: list = [None] * len(uops)
   def get(u: UOp):
@@ -73,6 +74,7 @@ def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[st
       vals[pc] = thread.get(u.arg[0], 0)
       if vals[pc] >= u.arg[1]: return  # a thread past the last element does nothing
     elif op is Ops.DEFINE_LOCAL: vals[pc] = shared.setdefault(u.arg, [0] * u.dtype.size)
+    elif op is Ops.BARRIER and isinstance(u.arg, tuple): vals[pc] = yield (get(u.src[0]), u.arg[1])  # a warp's shuffle: (value, mask)
     elif op is Ops.BARRIER:
       yield
       vals[pc] = get(u.src[0])

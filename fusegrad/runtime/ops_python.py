@@ -10,7 +10,7 @@ class PythonAllocator:
   def as_memoryview(self, mem, nbytes: int) -> memoryview: return memoryview(mem)
 
 class PythonProgram:
-  def __init__(self, spec: ProgramSpec): self.spec = spec
+  def __init__(self, spec: ProgramSpec, warp: int = 32): self.spec, self.warp = spec, warp
   def __call__(self, mems: list, var_vals: list[int]):
     from fusegrad.uop.ops import Ops
     views = {}
@@ -26,10 +26,29 @@ class PythonProgram:
     for b in range(blocks):
       shared: dict = {}
       threads = [run_thread(self.spec.uops, views, var_vals, {"gidx0": b * block + t, "bidx0": b, "lidx0": t}, shared) for t in range(block)]
-      while threads:
-        at_barrier = [t for t in threads if next(t, StopIteration) is not StopIteration]
-        if at_barrier and len(at_barrier) != len(threads): raise RuntimeError(f"{self.spec.name}: some threads of a block skipped a barrier")
-        threads = at_barrier
+      self._run_block(threads)
+
+  def _run_block(self, threads: list) -> None:
+    """Every thread up to its next barrier or warp shuffle, round after round. At a shuffle every thread of the block
+    has yielded (value, mask) and gets back the value of lane ^ mask of its own warp."""
+    live, replies = dict(enumerate(threads)), {}
+    while live:
+      msgs = {}
+      for i, t in live.items():
+        try: msgs[i] = t.send(replies.get(i))
+        except StopIteration: pass
+      if msgs and len(msgs) != len(live): raise RuntimeError(f"{self.spec.name}: some threads of a block skipped a barrier or shuffle")
+      live = {i: live[i] for i in msgs}
+      replies = shuffle(msgs, self.warp) if any(m is not None for m in msgs.values()) else {}
+
+def shuffle(msgs: dict[int, tuple], warp: int) -> dict[int, object]:
+  """A warp shuffle of every thread of a block: thread i gets the value of thread i ^ mask (its warp's lane ^ mask)."""
+  if any(m is None for m in msgs.values()): raise RuntimeError("some threads of a block are at a barrier, others at a shuffle")
+  out = {}
+  for i, (_, mask) in msgs.items():
+    if (i // warp) * warp + (i % warp ^ mask) not in msgs: raise RuntimeError(f"thread {i} shuffles with lane {i % warp ^ mask}, which is not running")
+    out[i] = msgs[(i // warp) * warp + (i % warp ^ mask)][0]
+  return out
 
 class PythonDevice:
   def __init__(self, name: str, gpu: bool = False):
@@ -40,7 +59,7 @@ class PythonDevice:
       self.renderer = PythonRenderer(name, **GPU_FACTS)
     else: self.renderer = PythonRenderer(name)
     self.name, self.allocator = name, PythonAllocator()
-  def compile(self, spec: ProgramSpec) -> PythonProgram: return PythonProgram(spec)
+  def compile(self, spec: ProgramSpec) -> PythonProgram: return PythonProgram(spec, self.renderer.warp_size or 32)
   def synchronize(self): pass
 
 def open_device(name: str) -> PythonDevice: return PythonDevice(name)

@@ -8,6 +8,7 @@ from fusegrad import Device, Tensor, Variable, dtypes
 from fusegrad.codegen import program
 from fusegrad.runtime.ops_python import PythonDevice, PythonProgram
 from fusegrad.uop.ops import Ops
+from fusegrad.schedule import create_schedule
 from .helpers import helper_test_op
 from .test_ops_python import CASES
 
@@ -82,3 +83,14 @@ def test_bound_variable_reaches_the_kernel():
   pos = Variable("pos", 0, 7)
   for p in (0, 5, 7):
     np.testing.assert_array_equal(x[:, pos.bind(p):pos.bind(p) + 3].numpy(), x.numpy()[:, p:p + 3])
+
+@pytest.mark.parametrize("block", [32, 64, 256])
+def test_block_reduce_of_each_size(block, emulated_gpu):
+  # one warp (shuffles only), two warps and eight (shuffles, then the warps' totals through shared memory)
+  from fusegrad.codegen.opt import Opt
+  x = np.random.default_rng(2).standard_normal((2, 300)).astype(np.float32)
+  items, _ = create_schedule([Tensor(x, device="PYTHON").realize().max(1).uop])
+  si = items[-1]
+  program.get_program(si.device, si.ast, Opt("GROUP", block))([b.ensure_allocated()._mem for b in si.bufs], [])
+  np.testing.assert_array_equal(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), x.max(1))
+  assert emulated_gpu[-1].local_size == (block, 1, 1) and sum(u.op is Ops.BARRIER for u in emulated_gpu[-1].uops) == 5 + (block > 32)

@@ -29,7 +29,7 @@ KERNELS = {
   "matmul": lambda: _rand(5, 7) @ _rand(7, 6, seed=1),
   "matmul_bias_relu": lambda: (_rand(9, 17) @ _rand(17, 8, seed=1) + _rand(8, seed=2)).relu(),
   "batched_matmul": lambda: _rand(2, 3, 18) @ _rand(2, 18, 5, seed=1),
-  "conv": lambda: _rand(1, 3, 5, 6).conv2d(_rand(5, 3, 3, 3, seed=1), padding=1),
+  "conv": lambda: _rand(1, 2, 4, 5).conv2d(_rand(3, 2, 3, 3, seed=1), padding=1),
   "rows_sum": lambda: _rand(3, 300).sum(1),
   "softmax": lambda: _rand(2, 33).softmax(-1),
   "elementwise": lambda: _rand(3, 13) * 2 + 1,

@@ -3,6 +3,7 @@ import pytest
 from fusegrad import Tensor, dtypes
 from fusegrad.codegen.linearize import linearize
 from fusegrad.codegen.lowerer import lower_kernel
+from fusegrad.codegen.opt import Opt
 from fusegrad.renderer.cstyle import ClangRenderer
 from fusegrad.renderer.cuda import CUDARenderer
 from fusegrad.schedule import create_schedule
@@ -38,9 +39,18 @@ def test_long_reduce_is_a_block_reduce():
   r = CUDARenderer("CUDA")
   spec = r.render(uops_of(Tensor.empty(3, 1000, device="PYTHON").sum(1), r))
   assert (spec.global_size, spec.local_size) == ((3, 1, 1), (128, 1, 1))
-  for text in ("long long bidx0 = blockIdx.x;", "long long lidx0 = threadIdx.x;", "__shared__ float smem0[128];", "__syncthreads();"):
+  for text in ("long long bidx0 = blockIdx.x;", "long long lidx0 = threadIdx.x;", "__shared__ float smem0[4];", "__syncthreads();"):
     assert text in spec.src
-  assert spec.src.index("smem0[lidx0] =") < spec.src.index("__syncthreads();")  # every partial is stored before the barrier
+  # a warp's partials meet by a butterfly of shuffles, then lane 0 of each of the 4 warps stores its total before the barrier
+  assert [spec.src.count(f"__shfl_xor_sync(0xffffffffu, {x}, {m});") for x, m in [("acc2", 16), ("v11", 8), ("v17", 1)]] == [1, 1, 1]
+  assert spec.src.count("__shfl_xor_sync") == 5
+  assert spec.src.index("__shfl_xor_sync") < spec.src.index("smem0[v0] =") < spec.src.index("__syncthreads();")
+
+def test_one_warp_block_reduce_needs_no_shared_memory():
+  r = CUDARenderer("CUDA")
+  spec = r.render(linearize(lower_kernel(create_schedule([Tensor.empty(3, 1000, device="PYTHON").sum(1).uop])[0][-1].ast), r, Opt("GROUP", 32)))
+  assert spec.local_size == (32, 1, 1) and spec.src.count("__shfl_xor_sync") == 5
+  assert "__shared__" not in spec.src and "__syncthreads" not in spec.src
 
 def test_half_is_a_16_bit_word():
   r = CUDARenderer("CUDA")
@@ -51,3 +61,11 @@ def test_half_is_a_16_bit_word():
 def test_cpu_renderer_has_no_thread_index():
   with pytest.raises(NotImplementedError, match="no thread indices"):
     ClangRenderer("CPU").render(uops_of(Tensor.empty(4, device="PYTHON") + 1, CUDARenderer("CUDA")))
+
+def test_warp_shuffle_exchanges_within_a_warp():
+  # 64 threads, two warps: thread i gets the value of lane (i % 32) ^ mask of its own warp
+  from fusegrad.runtime.ops_python import shuffle
+  got = shuffle({i: (i * 10, 5) for i in range(64)}, 32)
+  assert [got[i] for i in (0, 5, 31, 32, 37, 63)] == [50, 0, 260, 370, 320, 580]
+  with pytest.raises(RuntimeError, match="not running"): shuffle({i: (i, 1) for i in range(31)}, 32)
+  with pytest.raises(RuntimeError, match="barrier, others at a shuffle"): shuffle({0: (1, 1), 1: None}, 32)
