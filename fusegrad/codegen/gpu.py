@@ -54,8 +54,10 @@ def choose(sink: UOp, target: Renderer) -> Opt:
   if _groupable(sink) is not None and _outputs(sink) <= GROUP_MAX_OUTPUTS and longest >= GROUP_MIN_REDUCE:
     return Opt("GROUP", 128 if NOOPT else _group_block(longest, target))
   block = min(target.block_size, target.max_threads)
-  if NOOPT or longest < TILE_MIN_REDUCE: return Opt("THREADS", block)
   rows, cols = tile_loops(sink)
+  if not NOOPT and not reduces and cols is not None and cols.src[0].arg % 4 == 0 and _outputs(sink) >= 4 * block * TILE_MIN_BLOCKS:
+    return Opt("THREADS", block, upcast2=4)  # 4 consecutive outputs a thread: float4 loads where they line up
+  if NOOPT or longest < TILE_MIN_REDUCE: return Opt("THREADS", block)
   up = 4 if rows is not None else 1
   up2 = next((n for n in (4, 2) if cols is not None and cols.src[0].arg % n == 0), 1)  # whole vectors of columns
   if _outputs(sink) < up * up2 * block * TILE_MIN_BLOCKS: up = up2 = 1
@@ -78,7 +80,8 @@ def tile_loops(sink: UOp) -> tuple[UOp | None, UOp | None]:
   along the columns does not depend on."""
   outs = output_ranges(sink)
   reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
-  if not outs or not reduces: return None, None
+  if not outs: return None, None
+  if not reduces: return None, outs[-1]  # elementwise: consecutive columns a thread (its loads become vector loads)
   j = outs[-1]
   loads = [set(u.toposort()) for r in reduces for u in r.src[0].toposort() if u.op is Ops.LOAD]
   cols = j if any(j not in t for t in loads) else None

@@ -101,6 +101,9 @@ class CStyleRenderer(Renderer):
   def render_acc(self, k: CKernel, u: UOp) -> bool:
     """Define accumulator u some special way (vector registers) and return True, or return False."""
     return False
+  def render_load(self, k: CKernel, u: UOp) -> bool:
+    """Render LOAD u some special way (a lane of a vector load) and return True, or return False."""
+    return False
   def prepare(self, k: CKernel) -> None:
     """Look over the whole kernel before the walk (which loops become vector code, which one threads split)."""
   # a GPU dialect's thread indices, shared memory and barriers (codegen/gpu.py); a CPU has none
@@ -165,6 +168,7 @@ class CKernel:
 
   def value(self, u: UOp):
     R = self.renderer
+    if u.op is Ops.LOAD and R.render_load(self, u): return
     if u.op is Ops.LOAD:
       expr = f"{self.r(u.src[0])}[{self.r(u.src[1])}]"
       if len(u.src) == 3: expr = f"({self.r(u.src[2])}?{expr}:{R.render_const(0, u.dtype)})"

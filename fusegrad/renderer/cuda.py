@@ -5,7 +5,8 @@ the arithmetic is float32's, as on the CPU."""
 from __future__ import annotations
 import dataclasses, struct
 from fusegrad.dtype import DType, dtypes
-from fusegrad.uop.ops import UOp
+from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.symbolic import _terms
 from fusegrad.renderer import ProgramSpec, launch_size
 from fusegrad.renderer.cstyle import C_TYPES, CKernel, CStyleRenderer
 
@@ -26,6 +27,23 @@ __device__ inline unsigned short f32_to_bf16(float f) {
 }
 template <class T, class F> __device__ inline T bitcast(F x) { T d; memcpy(&d, &x, sizeof(T)); return d; }
 """
+
+VEC = 4  # float32 lanes of one float4 load: 16 bytes, the widest load of one thread
+
+def vector_loads(uops: list[UOp]) -> dict[UOp, tuple[UOp, int]]:
+  """Loads a thread can make as one float4: VEC ungated float32 loads of one buffer at index base + 0 .. VEC-1 where
+  base is provably a multiple of VEC (every term of the index steps by a multiple of VEC: the strides check, and the
+  constant is the lane). Each load -> (its group's lane-0 load, its lane). The buffer's own alignment is only known at
+  launch (a BufferView may start anywhere; cuMemAlloc's are 256-byte aligned): the renderer checks it in the kernel."""
+  groups: dict[tuple, dict[int, UOp]] = {}
+  for u in uops:
+    if u.op is not Ops.LOAD or len(u.src) != 2 or u.src[0].op is not Ops.DEFINE_GLOBAL or u.dtype != dtypes.float32: continue
+    coef: dict = {}
+    for n, c in _terms(u.src[1]): coef[n] = coef.get(n, 0) + c
+    const = coef.pop(None, 0)
+    if any(c % VEC for c in coef.values()): continue
+    groups.setdefault((u.src[0], frozenset(coef.items()), const - const % VEC), {})[const % VEC] = u
+  return {m: (g[0], lane) for g in groups.values() if len(g) == VEC for lane, m in g.items()}
 
 # SPECIAL thread indices by their first letter: global (one thread per element), block, thread in the block
 SPECIALS = {"g": "(long long)blockIdx.x * blockDim.x + threadIdx.x", "b": "blockIdx.x", "l": "threadIdx.x"}
@@ -50,6 +68,22 @@ class CUDARenderer(CStyleRenderer):
     return super().render_cast(x, src, dst)
 
   def render_bitcast(self, x: str, src: DType, dst: DType) -> str: return f"bitcast<{self.ctype(dst)}, {self.ctype(src)}>({x})"
+
+  def prepare(self, k: CKernel) -> None:
+    k.vec_loads, k.vec_names = vector_loads(k.uops), {}  # type: ignore[attr-defined]
+
+  def render_load(self, k: CKernel, u: UOp) -> bool:
+    """A lane of a float4 load; the first lane the kernel reaches loads all four (a scalar load each where the buffer's
+    address is not 16-byte aligned: the same branch in every thread)."""
+    if u not in k.vec_loads: return False  # type: ignore[attr-defined]
+    lead, lane = k.vec_loads[u]  # type: ignore[attr-defined]
+    if lead not in k.vec_names:  # type: ignore[attr-defined]
+      name = k.vec_names[lead] = k.new_name("vec")  # type: ignore[attr-defined]
+      buf, base = k.r(u.src[0]), f"({k.r(u.src[1])}-{lane})"
+      scalars = ", ".join(f"{buf}[{base}+{i}]" for i in range(VEC))
+      k.emit(f"float4 {name} = (((unsigned long long){buf} & 15ull) == 0ull) ? *((const float4*)({buf}+{base})) : make_float4({scalars});")
+    k.names[u] = f"{k.vec_names[lead]}.{'xyzw'[lane]}"  # type: ignore[attr-defined]
+    return True
 
   def render_special(self, k: CKernel, u: UOp) -> None:
     k.names[u] = name = u.arg[0]

@@ -47,10 +47,11 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
   """Interpret the linear program. mems: memoryviews cast to each buffer's format, in DEFINE_GLOBAL order."""
   for _ in run_thread(uops, mems, var_vals, {}, {}): raise RuntimeError("a barrier in a kernel run without a GPU launch")
 
-def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[str, int], shared: dict[str, list]):
+def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[str, int], shared: dict[str, list], aligned: dict | None = None):
   """Interpret the program as one thread of a GPU launch, yielding at each barrier (so the caller runs every thread of
   the block up to it before any goes on) and at each warp shuffle (the caller sends back the partner lane's value).
-  thread: each SPECIAL index's value; shared: the block's shared memory."""
+  thread: each SPECIAL index's value; shared: the block's shared memory; aligned: loads that start a vector load ->
+  the multiple their index must be (an error here is a misaligned vector load on the GPU)."""
   slot = {u: i for i, u in enumerate(uops)}
   vals: list = [None] * len(uops)
   def get(u: UOp):
@@ -89,6 +90,7 @@ def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[st
       if len(u.src) == 3 and not get(u.src[2]): vals[pc] = truncate(u.dtype, 0)
       elif u.src[0].op is Ops.BARRIER: vals[pc] = get(u.src[0])[get(u.src[1])]  # shared memory holds Python values
       else:
+        if aligned and u in aligned and get(u.src[1]) % aligned[u]: raise RuntimeError(f"vector load at index {get(u.src[1])}, not a multiple of {aligned[u]}")
         vals[pc] = from_word(get(u.src[0])[get(u.src[1])], u.dtype)
     elif op is Ops.STORE:  # STORE(buffer, index, value[, gate])
       if len(u.src) < 4 or get(u.src[3]):

@@ -10,7 +10,11 @@ class PythonAllocator:
   def as_memoryview(self, mem, nbytes: int) -> memoryview: return memoryview(mem)
 
 class PythonProgram:
-  def __init__(self, spec: ProgramSpec, warp: int = 32): self.spec, self.warp = spec, warp
+  def __init__(self, spec: ProgramSpec, warp: int = 32):
+    self.spec, self.warp = spec, warp
+    # a GPU launch checks, thread by thread, that the CUDA renderer's float4 loads start at a multiple of 4
+    from fusegrad.renderer.cuda import VEC, vector_loads
+    self.aligned = {lead: VEC for lead, _ in vector_loads(spec.uops).values()} if spec.global_size is not None else {}
   def __call__(self, mems: list, var_vals: list[int]):
     from fusegrad.uop.ops import Ops
     views = {}
@@ -25,7 +29,8 @@ class PythonProgram:
     (blocks, _, _), (block, _, _) = self.spec.global_size, self.spec.local_size
     for b in range(blocks):
       shared: dict = {}
-      threads = [run_thread(self.spec.uops, views, var_vals, {"gidx0": b * block + t, "bidx0": b, "lidx0": t}, shared) for t in range(block)]
+      threads = [run_thread(self.spec.uops, views, var_vals, {"gidx0": b * block + t, "bidx0": b, "lidx0": t}, shared, self.aligned)
+                 for t in range(block)]
       self._run_block(threads)
 
   def _run_block(self, threads: list) -> None:

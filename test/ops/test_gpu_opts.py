@@ -33,6 +33,7 @@ KERNELS = {
   "rows_sum": lambda: _rand(3, 300).sum(1),
   "softmax": lambda: _rand(2, 33).softmax(-1),
   "elementwise": lambda: _rand(3, 13) * 2 + 1,
+  "elementwise_vec": lambda: _rand(4, 16) * 2 + _rand(16, seed=1) + _rand(4, 20, seed=2)[:, 1:17],  # one slice that cannot
   "one_output": lambda: _rand(70).sum(),
 }
 
@@ -104,6 +105,34 @@ TILED = {  # forward and backward through register tiles, odd sizes
 def test_register_tiles_forward_backward(name, small_tiles):
   shapes, fn, kw = TILED[name]
   helper_test_op(shapes, fn, device="PYTHON", atol=1e-4, rtol=1e-4, **kw)
+
+VECTOR = {  # 4 consecutive outputs a thread: float4 loads where the index lines up (the emulation checks each one)
+  "aligned": ([(3, 16), (16,)], lambda x, y: x * 2 + y, True),
+  "shifted_pairs": ([(2, 20)], lambda x: x[:, :16] + x[:, 1:17] * x[:, 4:20], True),
+  "odd_columns": ([(3, 13)], lambda x: x.exp(), False),
+  "size_one": ([(1, 4)], lambda x: x + 1, True),
+}
+
+@pytest.mark.parametrize("name", list(VECTOR))
+def test_vector_columns_forward_backward(name, small_tiles):
+  shapes, fn, vectors = VECTOR[name]
+  helper_test_op(shapes, fn, device="PYTHON", atol=1e-5, rtol=1e-5)
+  # the emulation checked every float4 load of these kernels for alignment, thread by thread
+  assert any(p.aligned for p in program._programs.values()) == vectors
+
+def test_vector_loads_need_a_provable_multiple_of_4():
+  r = CUDARenderer("CUDA")
+  def src(t: Tensor, opt=Opt("THREADS", 128, upcast2=4)) -> str:
+    items, _ = create_schedule([t.uop])
+    return r.render(linearize(lower_kernel(items[-1].ast), r, opt)).src
+  x = Tensor.empty(3, 20, device="PYTHON")
+  assert src(x[:, :16] * 2).count("float4 ") == 1 and "& 15ull) == 0ull)" in src(x[:, :16] * 2)  # row stride 20: a multiple of 4
+  assert "float4" not in src(x[:, 1:17] * 2)   # starts at 1: never a multiple of 4
+  assert "float4" not in src(Tensor.empty(3, 13, device="PYTHON") * 2)  # the row stride 13 is not
+  assert "float4" not in src(x * 2, Opt("THREADS", 128, upcast2=2))  # two lanes: scalar
+  # a matmul's 4 x 4 tile: one float4 of the right matrix a step of the reduction, the left one's column is strided
+  mm = src(Tensor.empty(64, 32, device="PYTHON") @ Tensor.empty(32, 64, device="PYTHON"), Opt("THREADS", 128, 4, upcast2=4))
+  assert mm.count("float4 ") == 1 and "(const float4*)(data2+" in mm
 
 def test_tile_shares_loads():
   # a 4 x 4 tile of a matmul reads 4 values of each matrix per step of the reduction, not 16 pairs

@@ -69,3 +69,13 @@ def test_warp_shuffle_exchanges_within_a_warp():
   assert [got[i] for i in (0, 5, 31, 32, 37, 63)] == [50, 0, 260, 370, 320, 580]
   with pytest.raises(RuntimeError, match="not running"): shuffle({i: (i, 1) for i in range(31)}, 32)
   with pytest.raises(RuntimeError, match="barrier, others at a shuffle"): shuffle({0: (1, 1), 1: None}, 32)
+
+def test_emulation_rejects_a_misaligned_vector_load():
+  # the PYTHON device checks each float4 load's index at run time (a thread's first lane must be a multiple of 4)
+  from fusegrad.renderer.python import run_thread
+  uops = uops_of(Tensor.empty(2, 8, device="PYTHON") * 2, CUDARenderer("CUDA"))
+  load = next(u for u in uops if u.op is Ops.LOAD)
+  mems = [[0.0] * 16, [1.0] * 16]
+  list(run_thread(uops, mems, [], {"gidx0": 4}, {}, {load: 4}))
+  assert mems[0][4] == 2.0
+  with pytest.raises(RuntimeError, match="vector load at index 3, not a multiple of 4"): list(run_thread(uops, mems, [], {"gidx0": 3}, {}, {load: 4}))
