@@ -29,15 +29,24 @@ class cached_property:
     val = obj.__dict__[self.name] = self.fn(obj)
     return val
 
+class KeyRef(weakref.ref):
+  """A weak reference that carries a key, for a callback that removes it from a dict. weakref.KeyedRef does the same, but
+  its constructor is Python code (two calls per reference); this one is built in C."""
+  __slots__ = ("key",)
+
 class WeakValueCache:
   """A dict whose values are held weakly: an entry goes when its value dies. Like weakref.WeakValueDictionary, but its
   get is one dict lookup and a dereference (the stdlib's runs Python code per call, too slow for the hash-cons cache)."""
-  def __init__(self): self.refs: dict[Any, weakref.KeyedRef] = {}
+  def __init__(self):
+    self.refs: dict[Any, KeyRef] = {}
+    self.forget = self._forget  # one bound method for every reference's callback
   def __len__(self) -> int: return len(self.refs)
   def get(self, key: Any) -> Any:
     return None if (ref := self.refs.get(key)) is None else ref()
-  def __setitem__(self, key: Any, value: Any) -> None: self.refs[key] = weakref.KeyedRef(value, self._forget, key)
-  def _forget(self, ref: weakref.KeyedRef) -> None:
+  def __setitem__(self, key: Any, value: Any) -> None:
+    ref = self.refs[key] = KeyRef(value, self.forget)
+    ref.key = key
+  def _forget(self, ref: KeyRef) -> None:
     if self.refs.get(ref.key) is ref: del self.refs[ref.key]  # unless the key was already rebuilt with a new value
 
 def argsort(xs: list) -> list[int]: return sorted(range(len(xs)), key=xs.__getitem__)

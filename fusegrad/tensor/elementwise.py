@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, category
-from fusegrad.gradient import with_derivative
+from fusegrad.gradient import with_derivative, with_gradient
 from fusegrad.helpers import TensorError
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.tensor.common import TensorMixin, is_tensor, _shrink_dim
@@ -191,14 +191,20 @@ class ElementwiseMixin(TensorMixin):
     return type(self)(self.uop.where(x, y))
   def clip(self: Tensor, min_=None, max_=None) -> Tensor:
     if min_ is None and max_ is None: raise TensorError("clip needs at least one of min_ or max_")
+    if not is_tensor(min_) and not is_tensor(max_):
+      # constant bounds: torch.clamp's value, x < lo ? lo : x (NaN and -0.0 pass through), then the same against hi, and
+      # its gradient, x's where lo <= x <= hi. Built with where, not maximum/minimum: x.maximum(lo) builds max(x, lo) too,
+      # and that shared node would take this gradient rule in place of maximum's (ties split 0.5/0.5)
+      min_, max_ = (b if b is None else self._operand(b) for b in (min_, max_))  # numpy scalars as numbers
+      x = self.uop  # built on nodes: this runs for every clamp of an eager program
+      out = x if min_ is None else (x < min_).where(min_, x)
+      out = type(self)(out if max_ is None else (out > max_).where(max_, out))
+      if not dtypes.is_float(out.dtype): return out
+      inside = lambda x: (x >= min_ if max_ is None else x <= max_ if min_ is None else (x >= min_) & (x <= max_))  # noqa: E731
+      return with_gradient(out, self, lambda g, x: inside(x).where(g, 0))
     ref = self if min_ is None else self.maximum(min_)
     ref = ref if max_ is None else ref.minimum(max_)  # the value (NaN stays NaN), in the promoted dtype and broadcast shape
     if not dtypes.is_float(ref.dtype): return ref
-    if not is_tensor(min_) and not is_tensor(max_):
-      # constant bounds: the value is max/min (one op each) and the gradient torch.clamp's, x's where lo <= x <= hi
-      from fusegrad.gradient import with_gradient
-      inside = lambda x: (x >= min_ if max_ is None else x <= max_ if min_ is None else (x >= min_) & (x <= max_))  # noqa: E731
-      return with_gradient(ref, self, lambda g, x: inside(x).where(g, 0))
     # the gradient is torch.clamp's, selected with where so an inf/NaN upstream gradient never reaches an input that was not
     # chosen: x where min_ <= x <= max_ (bounds included), max_ where x > max_ or max_ < min_, min_ where x < min_ < max_
     x, out = self.cast(ref.dtype)._broadcast_to(ref.shape), ref.detach()

@@ -8,7 +8,7 @@ import itertools, pathlib, struct, sys, threading, weakref
 from typing import Any
 from fusegrad.dtype import DType, dtypes, to_dtype, truncate, bf16_to_float
 from fusegrad.device import Buffer, BufferView, canonicalize
-from fusegrad.helpers import TensorError, argsort, prod, TRAINING
+from fusegrad.helpers import KeyRef, TensorError, argsort, prod, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, sym_value
 from fusegrad import buffers
 from fusegrad.schedule import create_schedule
@@ -92,6 +92,8 @@ _realize_lock = threading.RLock()
 _all_tensors: dict[int, "weakref.ref[Tensor]"] = {}
 _pending_assigns: dict[int, "weakref.ref[Tensor]"] = {}
 
+def _unregister(ref: KeyRef) -> None:
+  if _all_tensors.get(ref.key) is ref: del _all_tensors[ref.key]
 def _live_tensors() -> list["Tensor"]: return [t for r in list(_all_tensors.values()) if (t := r()) is not None]
 _leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
 
@@ -108,7 +110,9 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       # every op wraps its result like this: nothing to convert, move or make a leaf of
       self.grad, self.requires_grad = None, None
       self.uop = data
-      self._register()  # only once built: another thread may be walking the live tensors
+      # registered only once built (another thread may be walking the live tensors); _register, inlined
+      ref = _all_tensors[id(self)] = KeyRef(self, _unregister)
+      ref.key = id(self)
       return
     device = canonicalize(device)
     dtype = to_dtype(dtype) if dtype is not None else None
@@ -150,8 +154,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()
 
   def _register(self) -> None:
-    key = id(self)
-    _all_tensors[key] = weakref.ref(self, lambda _: _all_tensors.pop(key, None))
+    ref = _all_tensors[id(self)] = KeyRef(self, _unregister)
+    ref.key = id(self)
 
   # ---------------- autograd
   def requires_grad_(self, requires_grad: bool = True) -> Tensor:

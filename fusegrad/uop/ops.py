@@ -4,7 +4,7 @@ import math, struct
 from enum import Enum, auto
 from typing import Any, Callable
 from fusegrad.dtype import DType, dtypes, category, least_upper_dtype, result_dtype, truncate
-from fusegrad.helpers import TensorError, WeakValueCache, cached_property, prod
+from fusegrad.helpers import KeyRef, TensorError, WeakValueCache, cached_property, prod
 
 class Ops(Enum):
   # tensor level: where data lives and how it is viewed
@@ -145,6 +145,18 @@ def _merge_vshapes(shapes) -> tuple:
     elif any(isinstance(s, UOp) for s in vs): out = tuple(b if isinstance(b, UOp) and not isinstance(a, UOp) else a for a, b in zip(out, vs))
   return out
 
+def _known_facts(u: UOp) -> None:
+  """A new elementwise node whose sources are concrete tensor-level nodes of one shape: its shape, vshape, device and
+  tensor_level are theirs, set now. Eager code reads all four of every node it builds, and deriving them lazily (a
+  cached property each, vshape walking back to the last node that had one) was a third of building a small graph."""
+  src = u.src
+  if not src[0].tensor_level: return  # a kernel's index arithmetic, whose nodes never need these
+  shape, device = src[0].shape, None
+  for s in src:
+    if not s.tensor_level or s.vshape is not s.shape or s.shape != shape: return
+    if device is None: device = s.device
+  u.__dict__.update(shape=shape, vshape=shape, device=device, tensor_level=True)
+
 def _arg_key(arg: Any) -> Any:
   """A hashable key for a node's arg. 1, 1.0 and True hash alike, and so do 0.0 and -0.0: key on the type and exact bits
   so distinct constants stay distinct."""
@@ -162,9 +174,13 @@ class UOpMeta(type):
   ucache = WeakValueCache()  # key -> node, held weakly: a graph nobody uses is freed
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple = (), arg: Any = None):
     key = (op, dtype, src, None if arg is None else _arg_key(arg))  # most nodes (ALU ops) have no arg
-    if (ret := UOpMeta.ucache.get(key)) is not None: return ret
-    ret = super().__call__(op, dtype, src, arg)
-    UOpMeta.ucache[key] = ret
+    # the cache's get and set, and the node's fields, inlined (no __init__): this runs for every node built
+    cache = UOpMeta.ucache
+    if (ref := cache.refs.get(key)) is not None and (ret := ref()) is not None: return ret
+    ret = cls.__new__(cls)
+    ret.op, ret.dtype, ret.src, ret.arg = op, dtype, src, arg
+    ref = cache.refs[key] = KeyRef(ret, cache.forget)
+    ref.key = key
     return ret
 
 # ---- op builders: the one implementation of Tensor's ops. Tensor's methods convert their arguments and wrap what these
@@ -254,8 +270,9 @@ class OpBuilder:
   def tensor_const(value: Any, dtype: DType, device: str | None, shape: tuple[int, ...]) -> UOp:
     """A tensor-level constant: CONST(DEVICE), reshaped to shape's rank and expanded to shape (Tensor's scalar operand)."""
     # the same scalars recur op after op: one memo lookup instead of three node lookups and a truncate
-    key = (_arg_key(value), dtype, device, _arg_key(shape))
-    if (c := _consts.get(key)) is None:
+    # keyed on the value's type and the value, except zeros (0.0 == -0.0); a NaN misses and rebuilds the same nodes
+    key = (type(value), value, dtype, device, shape) if value else (_arg_key(value), dtype, device, shape)
+    if (ref := _consts.refs.get(key)) is None or (c := ref()) is None:
       c = UOp(Ops.CONST, dtype, (UOp.device_node(device),), truncate(dtype, value))
       if shape:
         c = UOp(Ops.RESHAPE, dtype, (c,), (1,) * len(shape))
@@ -438,7 +455,7 @@ class OpBuilder:
     # the same nodes, built directly (half of a small eager graph's building time went to promoting three zeros): x <= 0 is
     # (x < 0) | (x == 0), never not (0 < x), so that relu(NaN) is NaN
     zero = UOp.tensor_const(0, self.dtype, self.device, self.shape)
-    return UOp(Ops.WHERE, self.dtype, (UOp(Ops.OR, dtypes.bool, (UOp(Ops.CMPLT, dtypes.bool, (self, zero)), UOp(Ops.CMPEQ, dtypes.bool, (self, zero)))), zero, self))
+    return self.alu(Ops.CMPLT, zero).alu(Ops.OR, self.alu(Ops.CMPEQ, zero)).alu(Ops.WHERE, zero, self)
   def sign(self):
     if self.dtype == dtypes.bool: return self
     return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)  # sign(nan) is 0, as in torch
@@ -632,9 +649,12 @@ class OpBuilder:
     return self._reduce(Ops.MAX, axis, keepdim)
 
 class UOp(OpBuilder, metaclass=UOpMeta):
-  """An immutable node. Building the same node twice returns the same object, so `is`/`==` is structural equality."""
-  def __init__(self, op: Ops, dtype: DType = dtypes.void, src: tuple = (), arg: Any = None):
-    self.op, self.dtype, self.src, self.arg = op, dtype, src, arg
+  """An immutable node: op, dtype, src (its source nodes) and arg, set by UOpMeta. Building the same node twice returns
+  the same object, so `is`/`==` is structural equality."""
+  op: Ops
+  dtype: DType
+  src: tuple[UOp, ...]
+  arg: Any
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg)
   def __bool__(self):
     # `if n < 0:` with n a symbolic size builds a comparison node, which would always be true
@@ -675,7 +695,9 @@ class UOp(OpBuilder, metaclass=UOpMeta):
   def const(dtype: DType, value: Any) -> UOp: return UOp(Ops.CONST, dtype, (), truncate(dtype, value))
   def alu(self, op: Ops, *src: UOp) -> UOp:
     dtype = dtypes.bool if op in GroupOp.Comparison else (src[-1].dtype if op is Ops.WHERE else self.dtype)
-    return UOp(op, dtype, (self,) + src)
+    u = UOp(op, dtype, (self,) + src)
+    if "shape" not in u.__dict__: _known_facts(u)
+    return u
   def cast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
 
   # ---- tensor-level properties

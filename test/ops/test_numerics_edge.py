@@ -38,6 +38,18 @@ def test_clamp_boundary(kw):
   helper_test_op(None, lambda x: torch.clamp(x, **kw), lambda x: x.clamp(**kw), vals=[x])
   helper_test_op(None, lambda x: torch.clamp(x, **kw), lambda x: x.clip(kw.get("min"), kw.get("max")), vals=[x], dtype=f64)
 
+@pytest.mark.parametrize("kw", [dict(min=0.0), dict(max=0.0), dict(min=0.0, max=0.0)], ids=["min", "max", "both"])
+def test_clamp_beside_maximum(kw):
+  # clamp's gradient rule (x == bound gets it all) must not reach maximum/minimum of the same tensor and constant
+  # (ties split 0.5/0.5): a clamp node built as max(x, c) was the same node as x.maximum(c) and took clamp's rule
+  def both(x, lib):
+    y = x
+    if "min" in kw: y = y + x.maximum(kw["min"]) * 3 if lib == "fg" else y + torch.maximum(x, torch.tensor(kw["min"], dtype=x.dtype)) * 3
+    if "max" in kw: y = y + x.minimum(kw["max"]) * 5 if lib == "fg" else y + torch.minimum(x, torch.tensor(kw["max"], dtype=x.dtype)) * 5
+    return y + x.clamp(**kw) * 7
+  x = [0.0, 1.0, -1.0, 0.0]
+  helper_test_op(None, lambda x: both(x, "torch"), lambda x: both(x, "fg"), vals=[x])
+
 def test_clamp_inf_upstream():
   # clamp(x, 0, 1).log() at x < 0: the inf from log'(0) must not reach x, which was clamped away
   helper_test_op(None, lambda x: x.clamp(0, 1).log(), lambda x: x.clip(0, 1).log(), vals=[[-1.0, 0.0, 0.5, 1.0, 2.0]])
