@@ -171,7 +171,7 @@ def least_upper_dtype(*ds: DType) -> DType:
 def result_dtype(tensor_dtype: DType, scalar: Any) -> DType:
   """Promotion of a tensor with a weak Python scalar, as PyTorch does it: the scalar only raises the category."""
   sc = 0 if isinstance(scalar, bool) else 1 if isinstance(scalar, int) else 2
-  if sc <= (c if (c := _CATEGORY.get(tensor_dtype)) is not None else category(tensor_dtype)): return tensor_dtype
+  if sc <= category(tensor_dtype): return tensor_dtype
   return dtypes.default_int if sc == 1 else dtypes.default_float
 
 def _round_int(x: int, bits: int) -> int:

@@ -152,7 +152,7 @@ def _group_reduces(sink: UOp, reduces: list[UOp], block: int, warp: int) -> UOp:
   for k, u in enumerate(reduces):
     rngs, size = u.src[1:], _size(u)
     outer = UOp(Ops.RANGE, idt, (UOp.const(idt, (size + block - 1) // block),), next_range + 2 * k)
-    flat = lid + outer * UOp.const(idt, block)  # (lid last would ask a source-less SPECIAL for a tensor shape)
+    flat = outer * UOp.const(idt, block) + lid
     inside = flat < UOp.const(idt, size)
     at = inside.where(flat, UOp.const(idt, size - 1))  # past the end: read the last element (in bounds), use the identity
     idx_of = _unflatten(at, rngs)

@@ -110,9 +110,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       # every op wraps its result like this: nothing to convert, move or make a leaf of
       self.grad, self.requires_grad = None, None
       self.uop = data
-      # registered only once built (another thread may be walking the live tensors); _register, inlined
-      ref = _all_tensors[id(self)] = KeyRef(self, _unregister)
-      ref.key = id(self)
+      self._register()  # only once built: another thread may be walking the live tensors
       return
     device = canonicalize(device)
     dtype = to_dtype(dtype) if dtype is not None else None

@@ -150,7 +150,6 @@ def _known_facts(u: UOp) -> None:
   tensor_level are theirs, set now. Eager code reads all four of every node it builds, and deriving them lazily (a
   cached property each, vshape walking back to the last node that had one) was a third of building a small graph."""
   src = u.src
-  if not src[0].tensor_level: return  # a kernel's index arithmetic, whose nodes never need these
   shape, device = src[0].shape, None
   for s in src:
     if not s.tensor_level or s.vshape is not s.shape or s.shape != shape: return
@@ -270,8 +269,9 @@ class OpBuilder:
   def tensor_const(value: Any, dtype: DType, device: str | None, shape: tuple[int, ...]) -> UOp:
     """A tensor-level constant: CONST(DEVICE), reshaped to shape's rank and expanded to shape (Tensor's scalar operand)."""
     # the same scalars recur op after op: one memo lookup instead of three node lookups and a truncate
-    # keyed on the value's type and the value, except zeros (0.0 == -0.0); a NaN misses and rebuilds the same nodes
-    key = (type(value), value, dtype, device, shape) if value else (_arg_key(value), dtype, device, shape)
+    # keyed on the value's type and the value, except where equal values differ (0.0 and -0.0) or a value is not equal
+    # to itself (NaN): those key on the exact bits
+    key = (type(value), value, dtype, device, shape) if value and value == value else (_arg_key(value), dtype, device, shape)
     if (ref := _consts.refs.get(key)) is None or (c := ref()) is None:
       c = UOp(Ops.CONST, dtype, (UOp.device_node(device),), truncate(dtype, value))
       if shape:
@@ -696,7 +696,7 @@ class UOp(OpBuilder, metaclass=UOpMeta):
   def alu(self, op: Ops, *src: UOp) -> UOp:
     dtype = dtypes.bool if op in GroupOp.Comparison else (src[-1].dtype if op is Ops.WHERE else self.dtype)
     u = UOp(op, dtype, (self,) + src)
-    if "shape" not in u.__dict__: _known_facts(u)
+    if "shape" not in u.__dict__ and self.tensor_level: _known_facts(u)  # (a kernel's index arithmetic never needs them)
     return u
   def cast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
 
