@@ -3,6 +3,7 @@ optimizer and BEAM read these facts (vector width, registers, threads, math func
 never from a device name or a constant."""
 from __future__ import annotations
 from dataclasses import dataclass, field
+from typing import Callable
 from fusegrad.dtype import ALL_DTYPES, DType
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 
@@ -50,6 +51,22 @@ def launch_size(uops: list[UOp], block: int) -> tuple[tuple[int, int, int], tupl
   local = max(1, min(block, total))
   return ((total + local - 1) // local, 1, 1), (local, 1, 1)
 
+@dataclass(frozen=True)
+class TensorCores:
+  """A warp-wide matrix multiply the target has: (m x k of A) @ (k x n of B) into float32, A and B both of one of
+  `dtypes`. Each lane holds m*k/lanes values of A, k*n/lanes of B and m*n/lanes of the result; a(lane, i), b(lane, i)
+  and c(lane, i) give the (row, column) in its tile of the lane's i-th one (lane: an index UOp; so are the results)."""
+  dims: tuple[int, int, int]  # m, n, k
+  lanes: int
+  dtypes: frozenset[DType]
+  a: Callable[[UOp, int], tuple[UOp, UOp]]
+  b: Callable[[UOp, int], tuple[UOp, UOp]]
+  c: Callable[[UOp, int], tuple[UOp, UOp]]
+  def counts(self) -> tuple[int, int, int]:
+    """Values of A, B and the result a lane holds."""
+    m, n, k = self.dims
+    return m * k // self.lanes, k * n // self.lanes, m * n // self.lanes
+
 class Renderer:
   """A target's facts and its code generator. The defaults describe a scalar target with no SIMD, threads or shared
   memory that renders every dtype (the C and Python renderers emulate half and bfloat16)."""
@@ -61,6 +78,7 @@ class Renderer:
   warp_size: int = 0           # threads that run in lockstep and exchange registers (shuffles, tensor-core fragments)
   max_threads: int = 0         # most threads one block may have
   shared_bytes: int = 0        # shared memory one block may declare statically
+  tensor_cores: TensorCores | None = None  # a warp's matrix multiply instruction (codegen/gpu.py's Opt("TC"))
   vector_math: frozenset[Ops] = frozenset()  # ops the target computes a whole vector of at once (exp, log, ...)
   half_loads: bool = False     # a vector of float16 converts to float32 in one instruction (x86 F16C, AVX-512, NEON)
   compile_flags: tuple[str, ...] = ()

@@ -7,13 +7,25 @@ import dataclasses, struct
 from fusegrad.dtype import DType, dtypes
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.symbolic import _terms
-from fusegrad.renderer import ProgramSpec, launch_size
+from fusegrad.renderer import ProgramSpec, TensorCores, launch_size
 from fusegrad.renderer.cstyle import C_TYPES, CKernel, CStyleRenderer
 
+# Where a lane's values sit in the tiles of PTX mma.sync.aligned.m16n8k16 with 16-bit floats (PTX ISA, "Matrix Fragments
+# for mma.m16n8k16 with floating point type"), from g = lane // 4 (groupID) and q = lane % 4 (threadID_in_group): 8
+# values of A (four 32-bit registers of 2), 4 of B (two registers), 4 float32 of the result; (row, column) each.
+def _gq(lane: UOp) -> tuple[UOp, UOp]: return lane // UOp.const(lane.dtype, 4), lane % UOp.const(lane.dtype, 4)
+def _plus(x: UOp, c: int) -> UOp: return x + c if c else x
+def _mma_a(lane: UOp, i: int) -> tuple[UOp, UOp]: return _plus((g := _gq(lane))[0], 8 * (i // 2 % 2)), _plus(g[1] * 2, i % 2 + 8 * (i // 4))
+def _mma_b(lane: UOp, i: int) -> tuple[UOp, UOp]: return _plus((g := _gq(lane))[1] * 2, i % 2 + 8 * (i // 2)), g[0]
+def _mma_c(lane: UOp, i: int) -> tuple[UOp, UOp]: return _plus((g := _gq(lane))[0], 8 * (i // 2)), _plus(g[1] * 2, i % 2)
+MMA_M16N8K16 = TensorCores((16, 8, 16), 32, frozenset({dtypes.float16, dtypes.bfloat16}), _mma_a, _mma_b, _mma_c)
+TENSOR_CORE_ARCH = 80  # the first compute capability with mma.sync.m16n8k16 for float16 and bfloat16 (Ampere)
+
 # the target facts the GPU lowering reads; the PYTHON device takes the same ones to emulate a launch (DEV=PYTHON:CUDA)
-# (every NVIDIA GPU since Volta: warps of 32, blocks of at most 1024 threads and 48 KiB of static shared memory)
+# (every NVIDIA GPU since Volta: warps of 32, blocks of at most 1024 threads and 48 KiB of static shared memory; tensor
+# cores as of sm_80, the default target)
 GPU_FACTS = {"has_threads": True, "block_size": 128, "warp_size": 32, "max_threads": 1024, "shared_bytes": 48 * 1024,
-             "simd_width": 0, "vector_registers": 0}
+             "simd_width": 0, "vector_registers": 0, "tensor_cores": MMA_M16N8K16}
 
 PRELUDE = r"""#define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
@@ -56,6 +68,7 @@ class CUDARenderer(CStyleRenderer):
   def __init__(self, device: str, arch: str = "sm_80"):
     super().__init__(device, **GPU_FACTS)
     self.arch = arch
+    if int(arch.removeprefix("sm_").rstrip("af")) < TENSOR_CORE_ARCH: self.tensor_cores = None
 
   def render_const(self, v, d: DType) -> str:
     if d == dtypes.float16: return f"((unsigned short){struct.unpack('<H', struct.pack('<e', v))[0]})"  # OverflowError: a bug
@@ -70,7 +83,7 @@ class CUDARenderer(CStyleRenderer):
   def render_bitcast(self, x: str, src: DType, dst: DType) -> str: return f"bitcast<{self.ctype(dst)}, {self.ctype(src)}>({x})"
 
   def prepare(self, k: CKernel) -> None:
-    k.vec_loads, k.vec_names = vector_loads(k.uops), {}  # type: ignore[attr-defined]
+    k.vec_loads, k.vec_names, k.mma_names = vector_loads(k.uops), {}, {}  # type: ignore[attr-defined]
 
   def render_load(self, k: CKernel, u: UOp) -> bool:
     """A lane of a float4 load; the first lane the kernel reaches loads all four (a scalar load each where the buffer's
@@ -97,8 +110,26 @@ class CUDARenderer(CStyleRenderer):
       k.names[u] = k.new_name()
       k.emit(f"{self.ctype(u.dtype)} {k.names[u]} = __shfl_xor_sync(0xffffffffu, {k.r(u.src[0])}, {u.arg[1]});")
       return
+    if isinstance(u.arg, tuple) and u.arg[0] == "mma":
+      self.render_mma(k, u)
+      return
     k.names[u] = k.names[u.src[0]]  # the shared memory, now holding every thread's stores
     k.emit("__syncthreads();")
+
+  def render_mma(self, k: CKernel, u: UOp) -> None:
+    """Value u.arg[1] of the lane's 4 results of a warp's mma.sync.m16n8k16 (the fragments of MMA_M16N8K16: 8 halves of
+    A, 4 of B, as u's sources). The first of the 4 the kernel reaches issues the instruction for all of them; each 32-bit
+    register holds two 16-bit values, the lower-numbered one in the low half. C is zero: the kernel's own float32
+    accumulators add up the products of the steps of K."""
+    if u.src not in k.mma_names:  # type: ignore[attr-defined]
+      name = k.mma_names[u.src] = k.new_name("mma")  # type: ignore[attr-defined]
+      regs = [f"(((unsigned int)({k.r(hi)}) << 16) | (unsigned int)({k.r(lo)}))" for lo, hi in zip(u.src[0::2], u.src[1::2])]
+      kind = "bf16.bf16" if u.src[0].dtype == dtypes.bfloat16 else "f16.f16"
+      outs, ins = ", ".join(f'"=f"({name}[{i}])' for i in range(4)), ", ".join(f'"r"({r})' for r in regs)
+      k.emit(f"float {name}[4];")
+      k.emit(f'asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{kind}.f32 {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, '
+             f'{{%10, %10, %10, %10}};" : {outs} : {ins}, "f"(0.0f));')
+    k.names[u] = f"{k.mma_names[u.src]}[{u.arg[1]}]"  # type: ignore[attr-defined]
 
   def render(self, uops: list[UOp]) -> ProgramSpec:
     grid, block = launch_size(uops, self.block_size)

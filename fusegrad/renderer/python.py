@@ -49,7 +49,8 @@ def run_python(uops: list[UOp], mems: list, var_vals: list[int]):
 
 def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[str, int], shared: dict[str, list], aligned: dict | None = None):
   """Interpret the program as one thread of a GPU launch, yielding at each barrier (so the caller runs every thread of
-  the block up to it before any goes on) and at each warp shuffle (the caller sends back the partner lane's value).
+  the block up to it before any goes on) and at each warp collective, a BARRIER whose arg names it (yields (arg, the
+  values of its sources); the caller sends back the lane's result: a shuffle's partner value, a matrix product's value).
   thread: each SPECIAL index's value; shared: the block's shared memory; aligned: loads that start a vector load ->
   the multiple their index must be (an error here is a misaligned vector load on the GPU)."""
   slot = {u: i for i, u in enumerate(uops)}
@@ -75,7 +76,7 @@ def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[st
       vals[pc] = thread.get(u.arg[0], 0)
       if vals[pc] >= u.arg[1]: return  # a thread past the last element does nothing
     elif op is Ops.DEFINE_LOCAL: vals[pc] = shared.setdefault(u.arg, [0] * u.dtype.size)
-    elif op is Ops.BARRIER and isinstance(u.arg, tuple): vals[pc] = yield (get(u.src[0]), u.arg[1])  # a warp's shuffle: (value, mask)
+    elif op is Ops.BARRIER and isinstance(u.arg, tuple): vals[pc] = yield (u.arg, [get(s) for s in u.src])  # a warp collective
     elif op is Ops.BARRIER:
       yield
       vals[pc] = get(u.src[0])
