@@ -48,36 +48,51 @@ CASES = {  # shapes, function (the same on Tensor and torch.Tensor), tensor-core
 }
 BACKWARD = {"17x23x9", "16x8x16", "batched_2x16x24x32", "bias_relu", "transposed"}
 
-def _inputs(shapes, dt, seed=0):
+def _inputs(shapes, dt, seed=0, device="PYTHON"):
   """The same 16-bit values as torch tensors (float32 copies, for the reference) and fusegrad tensors."""
   rng = np.random.default_rng(seed)
   tts = [torch.from_numpy(rng.standard_normal(s).astype(np.float32)).to(TORCH[dt]).float() for s in shapes]
-  return tts, [Tensor(t.numpy(), device="PYTHON", dtype=dt, requires_grad=True) for t in tts]
+  return tts, [Tensor(t.numpy(), device=device, dtype=dt, requires_grad=True) for t in tts]
 
 def _torch_fn(name):
   if name == "conv2d": return lambda x, w: torch.nn.functional.conv2d(x, w, padding=1)
   return CASES[name][1]
 
-@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=["float16", "bfloat16"])
-@pytest.mark.parametrize("name", list(CASES))
-def test_matmul_on_tensor_cores(name, dt, every_size):
+def _check(name: str, dt, device: str, backward: bool):
+  """CASES[name] on `device` against torch, forward and (backward) the inputs' gradients, and its tensor-core kernels."""
   shapes, fn, forward_tc, backward_tc = CASES[name]
-  tts, fts = _inputs(shapes, dt)
+  program._programs.clear()  # (this test's own cache) the kernels of this case only
+  tts, fts = _inputs(shapes, dt, device=device)
   for t in tts: t.requires_grad_()
   want, out = _torch_fn(name)(*tts), fn(*fts)
   assert out.dtype == dt
   np.testing.assert_allclose(out.float().numpy(), want.detach().numpy(), **TOL[dt], err_msg=f"{name} forward")
   assert _tc_programs() == forward_tc
-  if name not in BACKWARD or dt == dtypes.bfloat16 and name != "transposed": return  # the emulation is slow: a subset
+  if not backward: return
   # an incoming gradient of 16-bit values: fusegrad rounds it to the inputs' dtype (the cast's gradient), torch need not
   g = torch.from_numpy(np.random.default_rng(1).standard_normal(tuple(want.shape)).astype(np.float32)).to(TORCH[dt]).float()
   (want * g).sum().backward()
-  (out.float() * Tensor(g.numpy(), device="PYTHON")).sum().backward()
+  (out.float() * Tensor(g.numpy(), device=device)).sum().backward()
   for i, (t, f) in enumerate(zip(tts, fts)):
     assert f.grad.dtype == dt
     np.testing.assert_allclose(f.grad.float().numpy(), t.grad.numpy(), **TOL[dt], err_msg=f"{name} gradient of input {i}")
   # the two matmuls of the backward pass take tensor cores too (and a kernel that recomputes the forward one, if any)
   assert _tc_programs() >= backward_tc
+
+DTYPES = pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16], ids=["float16", "bfloat16"])
+
+@DTYPES
+@pytest.mark.parametrize("name", list(CASES))
+def test_matmul_on_tensor_cores(name, dt, every_size):
+  # the emulation is slow: backward for a subset
+  _check(name, dt, "PYTHON", name in BACKWARD and (dt == dtypes.float16 or name == "transposed"))
+
+@DTYPES
+def test_matmul_on_a_real_gpu(dt, every_size):
+  """The same cases on a GPU, where there is one (test/cuda_check.sh runs this): the layout against the hardware."""
+  if (why := Device.status().get("CUDA")) != "ok": pytest.skip(f"no GPU: {why}")
+  if Device["CUDA"].renderer.tensor_cores is None: pytest.skip(f"no tensor cores for float16 and bfloat16 on {Device['CUDA'].renderer.arch}")
+  for name in CASES: _check(name, dt, "CUDA", name in BACKWARD)
 
 def _kernel(t: Tensor):
   items, _ = create_schedule([t.uop])
