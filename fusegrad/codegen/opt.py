@@ -47,15 +47,24 @@ class Budget:
   R=32: accumulators in half the registers were best, 4 rows x 64 floats; register tiling of a split reduce was best a
   little over R vectors, 36 on a 14-lane conv weight gradient beat 18, as spills of accumulators are cheap L1 hits).
   With 16 registers half is 2 vectors a row, too few to hide the FMA latency, so a tile may take 3 (AVX2: a 20-wide
-  conv row is one 8 + 8 + 4 tile, not two of 8 + 2; a 24-wide one 8 + 8 + 8, not three of 8)."""
+  conv row is one 8 + 8 + 4 tile, not two of 8 + 2; a 24-wide one 8 + 8 + 8, not three of 8).
+  A register tile of n rows x v vectors holds n*v accumulators and the n rows' broadcast values: n*(v+1) registers, at
+  most tile_registers. AVX-512 was best at 4 rows x 4 vectors (20 of 32); an AVX2 Zen 3 at 5 rows x 2 vectors (15 of 16:
+  1.3-1.6x the 4 x 2 tile on 512 to 2048 matmuls, where 4 x 2's 8 accumulators barely cover the FMA latency, and 6 x 2
+  spilled accumulators to the stack)."""
   width: int     # float32 lanes of a vector
   max_tile: int  # longest accumulator array of VECTOR: (R/2 registers) x W lanes over 4 rows, at least 3 vectors
   max_vectors: int  # vector accumulators of one LANES kernel
+  tile_registers: int  # registers of VECTOR's register tile: accumulators and broadcast row values
 
   @staticmethod
   def of(target: Renderer) -> Budget:
     w, r = max(target.simd_width, 4), max(target.vector_registers, 16)  # a scalar target gets SSE's shapes
-    return Budget(w, max(r // 2 * w // 4, 3 * w), r + r // 8)
+    return Budget(w, max(r // 2 * w // 4, 3 * w), r + r // 8, min(r, 20))
+
+  def rows(self, tile: int) -> int:
+    """Rows of VECTOR's register tile for a tile of this many lanes (at most 8)."""
+    return min(8, self.tile_registers // (self.vectors(tile) + 1))
 
   def vectors(self, lanes: int) -> int:
     """Vectors that hold `lanes` floats: 14 lanes are 8 + 4 + 2 (renderer/cvector.py tile_widths)."""
@@ -225,7 +234,7 @@ def actions(sink: UOp, target: Renderer) -> list[Opt]:
   _, j, lane_reduces = a
   if j is not None:
     i = _upcast_range(sink, j)
-    ups = [n for n in (1, 2, 4, 8) if n == 1 or (i is not None and i.src[0].arg % n == 0)]
+    ups = [n for n in (1, 2, 3, 4, 5, 8) if n == 1 or (i is not None and _rows(sink, i, n) == n)]
     out += [Opt("VECTOR", t, n) for t in _divisors(j.src[0].arg, 4, 1024) for n in ups]
     out += [Opt("VECTOR", t, n, True) for t in _divisors(j.src[0].arg, 8, 64) for n in ups if n > 1]
   sizes = [r.src[-1].src[0].arg for r in lane_reduces]
@@ -248,7 +257,7 @@ def choose(sink: UOp, target: Renderer) -> Opt:
     if t < 8 and t != j.src[0].arg: return Opt("NONE")
     # register tiling: several rows share each load of the vector axis
     i = _upcast_range(sink, j)
-    up = next((n for n in (4, 2) if i is not None and i.src[0].arg % n == 0), 1)
+    up = _rows(sink, i, budget.rows(t))
     if up == 1 and i is not None and (odd := next((n for n in (7, 5, 3) if i.src[0].arg % n == 0), 0)):
       # rows that 4 and 2 do not divide (a 7x7 image's columns in a channels-last conv): an odd count of them, on a
       # narrower tile, so the accumulators stay in the same registers (7 rows x 2 vectors for 4 x 4)
@@ -271,6 +280,14 @@ def choose(sink: UOp, target: Renderer) -> Opt:
   # one vector of lanes and 4 x 4 outputs than on two vectors and 4 x 2
   return max((tiled(n) for n in {lanes, budget.width} if n <= lanes and k % n == 0), key=lambda o: (o.upcast * o.upcast2, o.arg))
 
+def _rows(sink: UOp, i: UOp | None, best: int) -> int:
+  """VECTOR's upcast: the register tile's rows where at most 1/8 of the computed rows are spare copies (the last group of
+  a size they do not divide, _upcast), else 4 or 2 where they divide the rows."""
+  if i is None: return 1
+  size = i.src[0].arg
+  if best > 1 and (-size % best == 0 or -size % best * 8 <= size and _clamped_rows_ok(sink)): return best
+  return next((n for n in (4, 2) if size % n == 0), 1)
+
 def apply_opt(sink: UOp, opt: Opt) -> UOp:
   if opt.kind == "TILE":
     if (ij := _transposed(sink)) is None or any(r.src[0].arg % opt.arg for r in ij): raise ValueError(f"{opt} does not apply to this kernel")
@@ -281,7 +298,8 @@ def apply_opt(sink: UOp, opt: Opt) -> UOp:
     if j is None or j.src[0].arg % opt.arg or opt.upcast2 > 1: raise ValueError(f"{opt} does not apply to this kernel")
     rows = None
     if opt.upcast > 1:
-      if (i := _upcast_range(sink, j)) is None or i.src[0].arg % opt.upcast: raise ValueError(f"{opt} does not apply to this kernel")
+      if (i := _upcast_range(sink, j)) is None or i.src[0].arg % opt.upcast and not _clamped_rows_ok(sink):
+        raise ValueError(f"{opt} does not apply to this kernel")
       sink, rows = _upcast(sink, i, opt.upcast)
     elif opt.stage: raise ValueError(f"{opt}: staging needs an upcast")
     return _vector_output(sink, j, opt.arg, rows if opt.stage else None)
@@ -325,10 +343,22 @@ def _stageable(sink: UOp, j: UOp, rows: UOp) -> bool:
 
 def _upcast(sink: UOp, i: UOp, n: int) -> tuple[UOp, UOp]:
   """Register tiling: the kernel body is copied for n consecutive values of i; the copies' reduces run over the same
-  loops (the linearizer merges them), so a value that does not depend on i is loaded once for all n rows."""
-  io = UOp(Ops.RANGE, i.dtype, (UOp.const(i.dtype, i.src[0].arg // n),), i.arg)
-  base = io * UOp.const(i.dtype, n)
-  return UOp(Ops.SINK, sink.dtype, tuple(st.substitute({i: base + UOp.const(i.dtype, c)}) for c in range(n) for st in sink.src), sink.arg), io
+  loops (the linearizer merges them), so a value that does not depend on i is loaded once for all n rows. Where n does
+  not divide i, the last group's spare copies compute the last row again and store the same values there (see
+  _clamped_rows_ok)."""
+  size = i.src[0].arg
+  io = UOp(Ops.RANGE, i.dtype, (UOp.const(i.dtype, -(-size // n)),), i.arg)
+  base, last = io * UOp.const(i.dtype, n), UOp.const(i.dtype, size - 1)
+  def row(c: int) -> UOp:
+    r = base + UOp.const(i.dtype, c)
+    return r if size % n == 0 or c < size % n else r.alu(Ops.CMPLT, UOp.const(i.dtype, size)).alu(Ops.WHERE, r, last)
+  return UOp(Ops.SINK, sink.dtype, tuple(st.substitute({i: row(c)}) for c in range(n) for st in sink.src), sink.arg), io
+
+def _clamped_rows_ok(sink: UOp) -> bool:
+  """Spare copies of a clamped upcast store their row's value a second time, which is only the same value if the kernel
+  reads no buffer it writes (an in-place update would read the first copy's result)."""
+  stored = {st.src[0] for st in sink.src if st.op is Ops.STORE}
+  return not any(u.op is Ops.LOAD and u.src[0] in stored for u in sink.toposort())
 
 def _vector_output(sink: UOp, j: UOp, tile: int, rows: UOp | None = None) -> UOp:
   """rows: stage row-invariant loads, with the outer tile loop moved just outside this loop."""

@@ -145,7 +145,7 @@ def test_every_legal_action_matches_noopt():
   from fusegrad.schedule import create_schedule
   rng = np.random.default_rng(3)
   tried = 0
-  for a_shape, b_shape in [((6, 48), (48, 20)), ((5, 7), (7, 3)), ((3, 64), (64, 1))]:
+  for a_shape, b_shape in [((6, 48), (48, 20)), ((5, 7), (7, 3)), ((3, 64), (64, 1)), ((41, 16), (16, 24))]:
     a, b = rng.standard_normal(a_shape, dtype=np.float32), rng.standard_normal(b_shape, dtype=np.float32)
     items, _ = create_schedule([(Tensor(a) @ Tensor(b)).uop])
     si = items[-1]
@@ -190,6 +190,52 @@ def test_staged_vector_matmul_matches_noopt(fn, shapes):
   arrays = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
   opt, ref = run_both(fn, *arrays)
   np.testing.assert_allclose(opt, ref, rtol=1e-4, atol=1e-4)
+
+def _opt_vs_noopt(fn, shapes, opt):
+  from fusegrad.engine.realize import get_program
+  from fusegrad.schedule import create_schedule
+  rng = np.random.default_rng(11)
+  arrays = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
+  _, ref = run_both(fn, *arrays)
+  si = create_schedule([fn(*[Tensor(a) for a in arrays]).uop])[0][-1]
+  get_program(si.device, si.ast, opt)([b.ensure_allocated()._mem for b in si.bufs], [])
+  got = np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32)[:ref.size].reshape(ref.shape)
+  np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4, err_msg=str(opt))
+
+@pytest.mark.parametrize("rows", [2, 4, 7, 13, 64])
+@pytest.mark.parametrize("opt", ["VECTOR 8 5", "VECTOR 8 5 stage", "VECTOR 16 3 stage", "VECTOR 8 6"])
+@pytest.mark.parametrize("fn,shapes", [
+  (lambda a, b: a @ b, [(0, 20), (20, 48)]),                                   # rows: a's
+  (lambda a, b, c: (a @ b + c).relu(), [(0, 20), (20, 48), (48,)]),              # with a bias and ReLU epilogue
+  (lambda a, b: a.T @ b, [(20, 0), (20, 48)]),                                 # a transposed view
+  (lambda a, b: a @ b, [(2, 0, 9), (2, 9, 16)]),                               # batched: rows inside the batch
+])
+def test_register_tile_rows_need_not_divide(rows, opt, fn, shapes):
+  # a tile of n rows over a row count n does not divide: the last group's spare copies recompute and rewrite the last row
+  from fusegrad.codegen.opt import Opt
+  kind, tile, up, *stage = opt.split()
+  shapes = [tuple(rows if d == 0 else d for d in s) for s in shapes]
+  _opt_vs_noopt(fn, shapes, Opt(kind, int(tile), int(up), bool(stage)))
+
+def test_register_tile_rows_clamp_only_where_safe():
+  from fusegrad.codegen.opt import Budget, Opt, _clamped_rows_ok, _rows, apply_opt, choose
+  from fusegrad.codegen.search import lower_and_simplify
+  from fusegrad.schedule import create_schedule
+  from fusegrad.uop.ops import Ops
+  def kernel(m):
+    return lower_and_simplify(create_schedule([(Tensor.rand(m, 8).realize() @ Tensor.rand(8, 8).realize()).uop])[0][-1].ast)
+  k = kernel(8)
+  out, a = sorted((u for u in k.toposort() if u.op is Ops.DEFINE_GLOBAL), key=lambda u: u.arg)[:2]
+  inplace = k.substitute({a: out})  # reads the buffer it writes: a spare copy would read the first copy's result
+  assert _clamped_rows_ok(k) and not _clamped_rows_ok(inplace)
+  with pytest.raises(ValueError, match="does not apply"): apply_opt(inplace, Opt("VECTOR", 8, 5))
+  rows = next(u for u in k.toposort() if u.op is Ops.RANGE and u.src[0].arg == 8 and u.arg == 0)
+  assert _rows(k, rows, 5) == 4 and _rows(inplace, rows, 3) == 4  # 2 spare rows of 10 are too many; clamping is unsafe
+  k41 = kernel(41)
+  assert _rows(k41, next(u for u in k41.toposort() if u.op is Ops.RANGE and u.src[0].arg == 41), 5) == 5  # 4 spare of 45
+  # the register tile's rows by target: 4 x 4 vectors on AVX-512, 5 x 2 on AVX2 (and SSE), 4 x 3 for 3-vector tiles
+  assert Budget(16, 64, 36, 20).rows(64) == 4 and Budget(8, 24, 18, 16).rows(16) == 5 and Budget(8, 24, 18, 16).rows(24) == 4
+  assert choose(kernel(1024), Device["CPU"].renderer).upcast == Budget.of(Device["CPU"].renderer).rows(choose(kernel(1024), Device["CPU"].renderer).arg)
 
 def test_heuristic_emits_simd_vectors_and_stage():
   src = _kernel_src(Tensor.rand(64, 96).realize() @ Tensor.rand(96, 512).realize())
