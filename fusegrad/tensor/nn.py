@@ -8,7 +8,7 @@ import math, struct
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 from fusegrad.dtype import DType, dtypes
 from fusegrad.helpers import TensorError, flatten, prod
-from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad import buffers
 from fusegrad.tensor.common import TensorMixin, is_tensor, _arange
 from fusegrad.gradient import compute_gradient, with_gradient
@@ -63,6 +63,13 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
       gw = (gt * xw).sum(tuple(range(-1 - n, 0))).reshape(cout, cin, *k_).cast(w.dtype)
     return gx, gw
   return vjp
+
+def _row_vectors(device: str, n: int) -> int:
+  """SIMD vectors of the device's target that hold an n-wide image row (0 where the target has none)."""
+  from fusegrad.device import Device
+  from fusegrad.codegen.opt import Budget
+  target = Device[device].renderer
+  return Budget.of(target).vectors(n) if target.simd_width else 0
 
 _TARGET_CHECK_MAX = 1 << 16
 
@@ -268,16 +275,21 @@ class NNMixin(TensorMixin):
     if groups <= 0 or cin * groups != cin_all or cout % groups:
       raise TensorError(f"conv: input shape {self.shape} with {cin_all} channels does not match weight shape {weight.shape} with groups={groups} (needs Cin = {cin}*{groups} and Cout divisible by groups)")
     s_, d_ = _tup(stride, n, "stride"), _tup(dilation, n, "dilation")
+    # an input computed by elementwise ops (the previous layer's bias and ReLU) is computed once into a buffer: fused,
+    # the convolution would recompute each value for every kernel tap and output-channel tile that reads it
+    if x.uop.base.op in GroupOp.Elementwise: x = x.contiguous()
     xp = x.pad(((0, 0), (0, 0), *_conv_pads(padding, k_, d_, s_)))
     xw = xp._pool(k_, s_, d_)  # (bs, cin_all, *o, *k)
     o_, rcout = xw.shape[2:2 + n], cout // groups
     xw = xw.reshape(bs, groups, cin, *o_, *k_).permute(0, 1, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))  # (bs, g, *o, cin, *k)
-    if rcout % 8 == 0 and (o_[-1] < 16 or rcout >= 64):
+    if rcout % 8 == 0 and (o_[-1] < 16 or rcout >= 64 or _row_vectors(x.device, o_[-1]) > 2):
       # channels last: the output channels are the innermost loop, read from a (g, cin, *k, rcout) copy of the weight,
       # so the kernel is a matmul with whole SIMD vectors where an image row is too short for them (a 6x6 image made
       # 6-wide vectors: 4.4x slower), or where 64 or more channels fill a whole tile (ResNet's 56x56 layers: 1.3x).
       # Wide images with few channels stay channels first: the ops that read the output (bias, ReLU, batchnorm) walk
       # it by rows and would gather a channels-last one, which cost MNIST's 32-channel 24x24 layers what they gained
+      # with AVX-512's 16 lanes. With AVX2's 8, a 20- or 24-wide row is 3 vectors, and a register tile of 4 such rows
+      # leaves none of the 16 registers for its loads: those layers ran 1.4x faster channels last (Zen 3, the MNIST step)
       wt = weight.reshape(groups, rcout, cin, *k_).permute(0, 2, *range(3, 3 + n), 1).contiguous()
       wt = wt.permute(0, 2 + n, 1, *range(2, 2 + n)).reshape(1, groups, *(1,) * n, rcout, cin, *k_)
       red = (xw.reshape(bs, groups, *o_, 1, cin, *k_) * wt).sum(tuple(range(-1 - n, 0)), dtype=dtype)  # (bs, g, *o, rcout)

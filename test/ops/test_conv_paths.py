@@ -1,8 +1,8 @@
 """The convolution's kernel forms and its own gradients (tensor/nn.py: conv2d, _conv_vjp), against PyTorch, NOOPT and PYTHON.
 
 conv2d builds one of two forms: channels last (the output channels innermost, from a transposed copy of the weight)
-where the channels per group are a multiple of 8 and an image row is shorter than 16 or there are 64 or more channels,
-else channels first. Its gradients
+where the channels per group are a multiple of 8 and an image row is shorter than 16 or more than two of the target's
+vectors, or there are 64 or more channels, else channels first. Its gradients
 are registered, not composed: the input gradient of a stride-1 convolution is a transposed convolution, a strided one
 keeps the composed window gradient, and the weight gradient reduces batch-last copies of both operands."""
 import numpy as np, pytest, torch
@@ -147,3 +147,27 @@ def test_a_conv_read_by_a_padded_copy_gets_its_own_kernel():
   x, w1, w2 = (Tensor.rand(*s).realize() for s in ((1, 8, 20, 20), (12, 8, 3, 3), (12, 12, 3, 3)))
   items = create_schedule([x.conv2d(w1, padding=1).relu().conv2d(w2, padding=1).uop])[0]
   assert sorted(si.bufs[0].size for si in items) == sorted([8 * 22 * 22, 12 * 20 * 20, 12 * 22 * 22, 12 * 20 * 20])
+
+def _has_weight_copy(x: Tensor, w: Tensor) -> bool:
+  """Whether the convolution is channels last: it reads a transposed copy of the weight, made by a kernel of its own."""
+  return any(si.bufs[0].size == w.numel() and len(si.bufs) == 2 for si in create_schedule([x.conv2d(w).uop])[0])
+
+@pytest.mark.parametrize("device", ["CPU", "NULL"])
+def test_rows_of_three_vectors_go_channels_last(device):
+  # MNIST's 32-channel 24-wide layer: a row of 3 AVX2 vectors (8 + 8 + 8) left a 4-row register tile no registers for
+  # its loads, so an 8-lane target computes it channels last; 16 lanes hold it in 2 vectors and keep channels first
+  x, w = Tensor.empty(2, 32, 28, 28, device=device), Tensor.empty(32, 32, 5, 5, device=device)
+  assert _has_weight_copy(x, w) == (Device[device].renderer.simd_width < 16)
+  # whatever the lanes: rows shorter than 16, and 64 channels, go channels last
+  assert _has_weight_copy(Tensor.empty(2, 32, 12, 12, device=device), w)
+  assert _has_weight_copy(x, Tensor.empty(64, 32, 5, 5, device=device))
+
+def test_a_computed_input_is_computed_once():
+  # relu(x + b) read by a 5x5 convolution: fused into it, each value was recomputed for every tap and channel tile
+  # (MNIST's second conv: 35 to 14 ms); it is computed into a buffer first
+  x, b, w = Tensor.rand(2, 8, 12, 12).realize(), Tensor.rand(1, 8, 1, 1).realize(), Tensor.rand(16, 8, 5, 5).realize()
+  items = create_schedule([(x + b).relu().conv2d(w).uop])[0]
+  conv = next(si for si in items if si.bufs[0].size == 2 * 16 * 8 * 8)
+  assert len(conv.bufs) == 3 and not any(u.op.name == "WHERE" for u in conv.ast.toposort()), "the relu was fused into the convolution"
+  np.testing.assert_allclose((Tensor(x.numpy()) + Tensor(b.numpy())).relu().conv2d(Tensor(w.numpy())).numpy(),
+                             F.conv2d(torch.relu(torch.tensor(x.numpy()) + torch.tensor(b.numpy())), torch.tensor(w.numpy())).numpy(), rtol=1e-5, atol=1e-4)
