@@ -263,8 +263,8 @@ def choose(sink: UOp, target: Renderer) -> Opt:
       # narrower tile, so the accumulators stay in the same registers (7 rows x 2 vectors for 4 x 4)
       narrow = _tile(j.src[0].arg, budget.max_tile * 4 // odd)
       if narrow >= budget.width and narrow % budget.width == 0: t, up = narrow, odd
-    # staging pays when the block is reused by many rows and enough tiles are left to share among threads
-    stage = up > 1 and i.src[0].arg >= 32 and j.src[0].arg // t >= 8 and _stageable(sink, j, i)  # type: ignore[union-attr]
+    # staging pays when the block is reused by many outputs and enough tiles are left to share among threads
+    stage = up > 1 and j.src[0].arg // t >= 8 and _staged_reuse(sink, j, i) >= 32  # type: ignore[arg-type]
     return Opt("VECTOR", t, up, stage)
   lanes = k if k <= 2 * budget.width and k % 4 == 0 or k < 8 else _tile(k, 2 * budget.width)
   if lanes < 8 or any(r.src[-1].src[0].arg % lanes for r in lane_reduces): return Opt("NONE")
@@ -336,10 +336,17 @@ def _lane_rows(sink: UOp, k: UOp) -> tuple[UOp | None, UOp | None]:
   loads = [t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.toposort()) and first in t]
   return first, next((r for r in reversed(output_ranges(sink)) if r is not first and any(r not in t for t in loads)), None)
 
-def _stageable(sink: UOp, j: UOp, rows: UOp) -> bool:
-  """Is there a load along j that depends on no output loop from the rows inward (a block reused by all rows)?"""
+def _staged_reuse(sink: UOp, j: UOp, rows: UOp) -> int:
+  """Output elements (along all loops but j) that share each staged block: 0 where no load along j depends on no output
+  loop from the rows inward (a block reused by all rows)."""
+  if not _stage_block(sink, j, rows): return 0
+  pos = _block_outside(sink, j, rows)
+  return prod(r.src[0].arg for r in output_ranges(sink) if r.arg >= pos.arg and r is not j)
+
+def _stage_block(sink: UOp, j: UOp, rows: UOp) -> list[set[UOp]]:
+  """The nodes of each load along j that depends on no output loop from the rows inward."""
   inner = {r for r in output_ranges(sink) if r.arg >= rows.arg and r is not j}
-  return any(u.op is Ops.LOAD and j in (t := set(u.toposort())) and not t & inner for u in sink.toposort())
+  return [t for u in sink.toposort() if u.op is Ops.LOAD and j in (t := set(u.toposort())) and not t & inner]
 
 def _upcast(sink: UOp, i: UOp, n: int) -> tuple[UOp, UOp]:
   """Register tiling: the kernel body is copied for n consecutive values of i; the copies' reduces run over the same
@@ -360,11 +367,24 @@ def _clamped_rows_ok(sink: UOp) -> bool:
   stored = {st.src[0] for st in sink.src if st.op is Ops.STORE}
   return not any(u.op is Ops.LOAD and u.src[0] in stored for u in sink.toposort())
 
+def _block_outside(sink: UOp, j: UOp, rows: UOp) -> UOp:
+  """The outermost output loop, from the rows outward, that no load staged for them depends on: the tile loop goes just
+  outside it, so each block is filled and read once for all of them (a batch-1 convolution's weights, whose tiles
+  were read again for every image row: ResNet-18's 512-channel 7x7 layer 3.9 -> 2.2 ms, its 256-channel 14x14 one
+  2.1 -> 1.3 ms on an AVX2 Zen 3)."""
+  block = _stage_block(sink, j, rows)
+  outside = [r for r in output_ranges(sink) if r.arg <= rows.arg and r is not j]
+  for r in reversed(outside):
+    if any(r in t for t in block): break
+    rows = r
+  return rows
+
 def _vector_output(sink: UOp, j: UOp, tile: int, rows: UOp | None = None) -> UOp:
-  """rows: stage row-invariant loads, with the outer tile loop moved just outside this loop."""
+  """rows: stage row-invariant loads, with the outer tile loop moved outside the rows (_block_outside)."""
   size = j.src[0].arg
+  if rows is not None: rows = _block_outside(sink, j, rows)
   if tile < size:
-    # the outer loop keeps j's place in the nest (same arg), or goes just outside the rows; the tile is innermost
+    # the outer loop keeps j's place in the nest (same arg), or goes outside the rows; the tile is innermost
     jo = UOp(Ops.RANGE, j.dtype, (UOp.const(j.dtype, size // tile),), j.arg if rows is None else rows.arg - 0.5)
     ji = _new_range(j, tile)
     sink = sink.substitute({j: jo * UOp.const(j.dtype, tile) + ji})
