@@ -15,8 +15,14 @@ C_TYPES = {dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsi
            dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16", dtypes.bfloat16: "unsigned short",
            dtypes.float32: "float", dtypes.float64: "double"}
 
-PRELUDE = """#include <math.h>
-#include <string.h>
+# The C library functions a kernel may call, declared here instead of #include <math.h> and <string.h>: parsing those
+# headers was a third of compiling a small kernel (10-15 ms each, about 1 s of a cold MNIST step's 156 kernels on 2 cores)
+_LIBM = ["exp", "log", "exp2", "log2", "sin", "cos", "tan", "sqrt", "trunc", "floor", "ceil", "rint", "tanh", "erf", "fabs"]
+PRELUDE = "".join(f"float {f}f(float); double {f}(double);\n" for f in _LIBM) + """float powf(float, float); double pow(double, double);
+float fmodf(float, float); double fmod(double, double);
+#define NAN __builtin_nanf("")
+#define INFINITY __builtin_inff()
+#define memcpy __builtin_memcpy
 static inline float bf16_to_f32(unsigned short x) { unsigned int u = ((unsigned int)x) << 16; float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned short f32_to_bf16(float f) {
   unsigned int u; memcpy(&u, &f, 4);
@@ -28,7 +34,7 @@ static inline unsigned short f32_to_bf16(float f) {
 
 INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
          Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
-# float math by C library name; float32 takes the "f" suffix (expf)
+# float math by C library name (declared in PRELUDE); float32 takes the "f" suffix (expf)
 MATH = {Ops.EXP: "exp", Ops.LOG: "log", Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.COS: "cos", Ops.TAN: "tan",
         Ops.SQRT: "sqrt", Ops.TRUNC: "trunc", Ops.FLOOR: "floor", Ops.CEIL: "ceil", Ops.RINT: "rint", Ops.TANH: "tanh", Ops.ERF: "erf",
         Ops.ABS: "fabs"}

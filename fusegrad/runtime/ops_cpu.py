@@ -157,7 +157,7 @@ def compile_c(src: str) -> str:
 def _with_math(src: str) -> tuple[str, list[str]]:
   """The source with libmvec's vector function declarations and the libraries to link, where it calls vector math."""
   if "_ZGV" not in src or not vector_math(find_compiler()): return src, ["-lm"]
-  return src.replace("#include <math.h>\n", "#include <math.h>\n" + _simd_decls(), 1), ["-lmvec", "-lm"]
+  return _simd_decls() + src, ["-lmvec", "-lm"]
 
 def compile_many(srcs: Iterable[str], workers: int) -> list[str]:
   """compile_c for several kernels at once: each source not cached yet is compiled to an object file on `workers`
