@@ -36,6 +36,7 @@ class _Device:
     self._opened: dict[str, Any] = {}
     self._default_cache: tuple[Target, str] | None = None
   def __getitem__(self, name: str):
+    if (dev := self._opened.get(name)) is not None: return dev  # a canonical name (every launch asks): no parsing
     name = canonicalize(name)
     if name not in self._opened:
       dev = self._opened[name] = _runtime(name.split(":")[0]).open_device(name)
