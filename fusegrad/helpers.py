@@ -209,6 +209,12 @@ class GlobalCounters:
   mem_used: int = 0   # bytes currently allocated on devices
   mem_peak: int = 0   # highest mem_used since the last reset
   @staticmethod
+  def add(kernels: int, ops: int, mem: int, seconds: float):
+    GlobalCounters.kernel_count += kernels
+    GlobalCounters.global_ops += ops
+    GlobalCounters.global_mem += mem
+    GlobalCounters.time_sum_s += seconds
+  @staticmethod
   def reset():
     GlobalCounters.mem_peak = GlobalCounters.mem_used
     GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s = 0, 0, 0, 0.0

@@ -16,9 +16,10 @@ What a replay does with data:
   - Bound Variables (`v.bind(n)`) passed as arguments are not baked in: a replay passes the new value to the kernels.
 `function` (tinygrad's graph-function decorator) is defined here too."""
 from __future__ import annotations
-import functools, inspect
+import functools, inspect, time
 from typing import Any, Callable
-from fusegrad.helpers import JIT
+from fusegrad.device import Device
+from fusegrad.helpers import DEBUG, JIT, GlobalCounters
 from fusegrad.engine import realize as _realize, rng
 from fusegrad import buffers
 from fusegrad.uop.ops import Ops, UOp
@@ -43,7 +44,6 @@ def _buf(t):
   view = buffers.buffer_view(t.uop)
   return buffers.buffer_of(view) if view is not None else None
 
-def _view_buf(view): return buffers.buffer_of(buffers.buffer_view(view))
 
 # ---------------- which capture a call belongs to
 class _Identity:
@@ -127,15 +127,19 @@ class _Capture:
     for r, view0, b0 in before.values():
       t = r()
       if t is None or any(t is o for o in outs) or any(t is i for i in inputs) or (b1 := _buf(t)) is None or b1 is b0: continue
-      if (b1.size, b1.dtype, t.shape) == (b0.size, b0.dtype, view0.shape): self.state.append((r, view0, t.uop))
+      if (b1.size, b1.dtype, t.shape) == (b0.size, b0.dtype, view0.shape): self.state.append((r, view0, t.uop, b0, b1))
     # tensors the kernels read but the call did not write (an optimizer's lr, running stats assigned between calls):
     # a replay reads whatever buffer each of them holds at that time
     written = {si.bufs[0] for si, _ in captured}
     read = {b for si, _ in captured for b in si.bufs[1:]} - written
-    stateful = {id(r()) for r, _, _ in self.state if r() is not None}
+    stateful = {id(r()) for r, *_ in self.state if r() is not None}
     self.implicit = [(r, b0) for r, _, b0 in before.values() if b0 in read and (t := r()) is not None and id(t) not in stateful
                      and not any(t is i for i in inputs)]
     self.ret, self.out_views = ret, [t.uop for t in outs]
+    swappable = {b for b in self.in_bufs if b is not None} | {b0 for _, b0 in self.implicit} | {b for *_, b0, b1 in self.state for b in (b0, b1)}
+    self.launches = [_Launch(si, prg, swappable) for si, prg in captured]
+    run = [k.prg.spec for k in self.launches if k.run is not None]
+    self.counts = (len(run), sum(s.flops for s in run), sum(s.mem_bytes for s in run))
     return ret
 
   def _replay(self, inputs, binds) -> Any:
@@ -144,17 +148,31 @@ class _Capture:
     for r, b0 in self.implicit:
       if (t := r()) is not None and (cur := _buf(t)) is not None and cur is not b0 and (cur.size, cur.dtype) == (b0.size, b0.dtype): subst[b0] = cur
     rebind = []
-    for r, v0, v1 in self.state:
-      t = r()
-      if t is None: continue
-      b0, b1, cur = _view_buf(v0), _view_buf(v1), _buf(t)
-      target = v0 if cur is b1 else v1
-      subst[b0], subst[b1] = cur, _view_buf(target)
+    for r, v0, v1, b0, b1 in self.state:
+      if (t := r()) is None: continue
+      cur = b0 if t.uop is v0 else b1 if t.uop is v1 else _buf(t)  # the tensor holds one of its two buffers unless reassigned
+      target, subst[b0], subst[b1] = (v0, cur, b0) if cur is b1 else (v1, cur, b1)
       rebind.append((t, target))
     rng_shift, new_vals = rng.counter() - self.rng[0], dict(binds)
-    for si, prg in self.captured:
-      var_vals = {v: new_vals[v] if v in new_vals else rng.replayed_offset(val, rng_shift) if rng.is_offset_var(v) else val for v, val in si.var_vals}
-      _realize.launch(si, prg, [subst.get(b, b) for b in si.bufs], var_vals)
+    # the loop touches as few objects per kernel as it can: after a kernel has streamed megabytes through the caches,
+    # each one is a cache miss (Python costs 2-3x more per kernel in a b128 MNIST step than in a b2 one). Without
+    # DEBUG>=2 the kernels are counted in GlobalCounters once, after the loop.
+    debug, kernel_s, clock = DEBUG.value >= 2, 0.0, time.perf_counter
+    for k in self.launches:
+      if k.run is None:
+        if k.prg is None: _realize.launch(k.si, None, [subst.get(b, b) for b in k.si.bufs], {})  # a copy
+        continue  # else nothing to compute (an empty output)
+      for i, b in k.swaps: k.run.set_buffer(i, subst.get(b, b).ensure_allocated()._mem)
+      if k.si.var_vals:
+        var_vals = {v: new_vals[v] if v in new_vals else rng.replayed_offset(val, rng_shift) if rng.is_offset_var(v) else val for v, val in k.si.var_vals}
+        k.run.set_vars([var_vals[v] for v in k.prg.spec.vars])
+      if debug: _realize.timed(k.si, k.prg, k.run)
+      else:
+        st = clock()
+        k.run()
+        k.sync()
+        kernel_s += clock() - st
+    if not debug: GlobalCounters.add(*self.counts, kernel_s)
     rng.advance(self.rng[1])
     for t, view in rebind: t.uop = view
     for i, b1 in self.written_inputs: _buf(inputs[i]).copyin(b1.as_memoryview())
@@ -164,6 +182,16 @@ class _Capture:
                for v in self.out_views for var, old in _shape_binds(v) if var in new_vals}
       outs = iter([v.substitute(fresh) for v in self.out_views])
     return _rebuild(self.ret, lambda _: Tensor(next(outs)))
+
+class _Launch:
+  """One captured kernel or copy, ready to replay. A kernel keeps its arguments bound between replays (a launcher from
+  its device): a replay rewrites only the buffers it may swap (`swaps`: inputs, state, tensors read but not written)."""
+  def __init__(self, si, prg, swappable: set):
+    self.si, self.prg = si, prg
+    self.swaps = [(i, b) for i, b in enumerate(si.bufs) if b in swappable]
+    vals, self.sync = dict(si.var_vals), Device[si.device].synchronize
+    self.run = None if prg is None or si.bufs[0].size == 0 else \
+      _realize.launcher(prg, [b.ensure_allocated()._mem for b in si.bufs], [vals[v] for v in prg.spec.vars])
 
 def _shape_binds(u: UOp) -> list:
   """(Variable, value) for each bound Variable in u's symbolic sizes."""

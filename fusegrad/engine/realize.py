@@ -54,19 +54,29 @@ def launch(si: ScheduleItem, prg, bufs, var_vals: dict):
   if prg is None:
     bufs[0].copyin(bufs[1].as_memoryview())
     return
-  out = bufs[0]
   mems = [b.ensure_allocated()._mem for b in bufs]
-  if out.size == 0: return
+  if bufs[0].size != 0: timed(si, prg, prg, mems, [var_vals[v] for v in prg.spec.vars])
+
+class Launcher:
+  """A kernel with its arguments bound, for calling again and again (a TinyJit replay changes only what was swapped).
+  A device whose calls marshal their arguments gives a cheaper one from `prg.launcher(mems, var_vals)`."""
+  def __init__(self, prg, mems: list, var_vals: list[int]): self.prg, self.mems, self.vals = prg, list(mems), list(var_vals)
+  def set_buffer(self, i: int, mem) -> None: self.mems[i] = mem
+  def set_vars(self, var_vals: list[int]) -> None: self.vals = list(var_vals)
+  def __call__(self): self.prg(self.mems, self.vals)
+
+def launcher(prg, mems: list, var_vals: list[int]):
+  return prg.launcher(mems, var_vals) if hasattr(prg, "launcher") else Launcher(prg, mems, var_vals)
+
+def timed(si: ScheduleItem, prg, fn, *args):
+  """fn(*args), which runs prg's kernel: timed, counted in GlobalCounters, and printed at DEBUG>=2."""
   st = time.perf_counter()
-  prg(mems, [var_vals[v] for v in prg.spec.vars])
+  fn(*args)
   Device[si.device].synchronize()
   et = time.perf_counter() - st
   spec = prg.spec
-  GlobalCounters.kernel_count += 1
-  GlobalCounters.global_ops += spec.flops
-  GlobalCounters.global_mem += spec.mem_bytes
-  GlobalCounters.time_sum_s += et
-  if DEBUG >= 2:
+  GlobalCounters.add(1, spec.flops, spec.mem_bytes, et)
+  if DEBUG.value >= 2:  # .value: no Python-level comparison call per kernel
     print(f"{colored('***', 'green')} {si.device:7s} {GlobalCounters.kernel_count:4d} {spec.name:32s} shape {str(spec.shape):20s} "
           f"tm {et*1e3:9.3f}ms ({spec.flops/max(et,1e-9)*1e-9:9.2f} GFLOP/s {spec.mem_bytes/max(et,1e-9)*1e-9:8.2f} GB/s) "
           f"mem {GlobalCounters.mem_used/1e9:.3f} GB (peak {GlobalCounters.mem_peak/1e9:.3f})")

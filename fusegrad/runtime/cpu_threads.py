@@ -95,6 +95,4 @@ def pool_source() -> str: return f"#define SPINS {SPINS}\n" + POOL_SRC
 
 def load_pool(lib_path: str):
   """pool_run from the compiled pool library."""
-  fn = ctypes.CDLL(lib_path).pool_run
-  fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int], ctypes.c_int
-  return fn
+  return ctypes.CDLL(lib_path).pool_run  # no argtypes: callers pass ctypes objects and an int, and it returns an int

@@ -40,11 +40,13 @@ class CPUProgram:
   def __init__(self, spec: ProgramSpec, lib_path: str):
     self.spec = spec
     self.lib = ctypes.CDLL(lib_path)
-    # every kernel is called through its task wrapper: one signature, so the C thread pool can run its slices
+    # every kernel is called through its task wrapper: one signature, so the C thread pool can run its slices. It is
+    # called without argtypes (every argument is already a ctypes array or a small int), which costs a third as much.
     self.task = getattr(self.lib, task_symbol(spec))
-    self.task.argtypes, self.task.restype = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int], None
-    self.task_ptr = ctypes.cast(self.task, ctypes.c_void_p).value
+    self.task.restype = None
+    self.task_ptr = ctypes.c_void_p(ctypes.cast(self.task, ctypes.c_void_p).value)
     self.n_globals, self.n_vars = len(spec.globals), len(spec.vars)
+    self.parallel = spec.parallel and spec.flops >= PARALLEL_MIN_FLOPS
   def __del__(self, is_finalizing=sys.is_finalizing, dlclose=_dlclose):
     # unload the library once nothing can call it any more (the program cache evicted it and no TinyJit capture holds
     # it): each loaded kernel keeps its mappings resident. dlopen counts references, so another program from the same
@@ -53,13 +55,28 @@ class CPUProgram:
     if dlclose is None or is_finalizing() or (lib := self.__dict__.get("lib")) is None: return
     try: dlclose(lib._handle)
     except Exception: pass  # __del__ must not raise
-  def __call__(self, mems: list, var_vals: list[int]):
-    # only the buffers the kernel still reads or writes are parameters (lowering can drop an input, e.g. a zero-size one)
-    bufs = (ctypes.c_void_p * max(self.n_globals, 1))(*[mems[i][1] for i, _ in self.spec.globals])
-    vars_ = (ctypes.c_int * max(self.n_vars, 1))(*var_vals)
-    n = cpu_count() if self.spec.parallel and self.spec.flops >= PARALLEL_MIN_FLOPS else 1
+  def args(self, mems: list, var_vals: list[int]) -> tuple:
+    """The kernel's arguments as ctypes arrays: only the buffers it still reads or writes are parameters (lowering can
+    drop an input, e.g. a zero-size one)."""
+    return ((ctypes.c_void_p * max(self.n_globals, 1))(*[mems[i][1] for i, _ in self.spec.globals]),
+            (ctypes.c_int * max(self.n_vars, 1))(*var_vals))
+  def __call__(self, mems: list, var_vals: list[int]): self.run(*self.args(mems, var_vals))
+  def run(self, bufs, vars_):
+    n = cpu_count() if self.parallel else 1
     if n == 1 or thread_pool()(self.task_ptr, bufs, vars_, n) != 0:
       for i in range(n): self.task(bufs, vars_, i, n)  # one thread, or no worker thread could be started
+  def launcher(self, mems: list, var_vals: list[int]) -> CPULauncher: return CPULauncher(self, mems, var_vals)
+
+class CPULauncher:
+  """A kernel with its arguments bound, called again and again (a TinyJit replay): it keeps its ctypes arrays, and a
+  replay only rewrites the pointers of buffers that were swapped."""
+  def __init__(self, prg: CPUProgram, mems: list, var_vals: list[int]):
+    self.prg, (self.bufs, self.vars) = prg, prg.args(mems, var_vals)
+    self.param = {i: j for j, (i, _) in enumerate(prg.spec.globals)}  # buffer index -> the kernel's parameter number
+  def set_buffer(self, i: int, mem) -> None:
+    if (j := self.param.get(i)) is not None: self.bufs[j] = mem[1]
+  def set_vars(self, var_vals: list[int]) -> None: self.vars[:len(var_vals)] = var_vals
+  def __call__(self): self.prg.run(self.bufs, self.vars)
 
 PARALLEL_MIN_FLOPS = 1 << 16  # below this, waking threads costs more than it saves
 

@@ -43,6 +43,22 @@ class TestCaptureReplay:
     assert f(x).item() == 2 * 7.0 + 10.0
     assert GlobalCounters.kernel_count == len(f.captured)
 
+  def test_replay_counts_its_kernels_like_a_run_and_prints_them_at_debug_2(self, capsys):
+    def step(x): return ((x * 2).contiguous().sum() + 1).realize()
+    f = TinyJit(step)
+    GlobalCounters.reset()
+    f(arr(1.0, 2.0))
+    counted = (GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem)
+    for debug in (0, 2):  # a replay counts its kernels after the loop, or one by one as it prints them
+      with Context(DEBUG=debug):
+        f(arr(1.0, 2.0))  # capture, then replays
+        capsys.readouterr()
+        GlobalCounters.reset()
+        assert f(arr(3.0, 4.0)).item() == 15.0
+      assert (GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem) == counted
+      assert GlobalCounters.time_sum_s > 0
+      assert capsys.readouterr().out.count("***") == (counted[0] if debug else 0)
+
   def test_replay_with_new_data_gives_new_results(self):
     f = TinyJit(lambda a: (a * a - 1).realize())
     rng = np.random.default_rng(0)
