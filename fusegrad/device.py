@@ -1,6 +1,6 @@
 """Device registry and buffers."""
 from __future__ import annotations
-import functools, importlib, os, pkgutil
+import functools, importlib, itertools, os, pkgutil
 from typing import Any
 from fusegrad.dtype import DType
 from fusegrad.helpers import DEBUG, DEV, GlobalCounters, Target
@@ -92,11 +92,18 @@ def _trim_cache():
     _free_lists[key].pop(0)
     cached -= key[1]
 
+# Every write through the runtime (a kernel's output, a copy) gives the buffer a new number from this one counter, so
+# (buffer, contents) pairs never repeat: a TinyJit replay skips a kernel whose buffers all carry the numbers they had
+# after its last run. A new buffer takes one too.
+write_stamps = itertools.count()
+
 class Buffer:
   """`size` elements of `dtype` on `device`; memory is allocated on first use and freed with the object."""
+  aliased = False  # set once Tensor.data() has handed out a writable view: writes through it carry no stamp
   def __init__(self, device: str, size: int, dtype: DType, initial: bytes | memoryview | None = None):
     self.device, self.size, self.dtype = device, size, dtype
     self._mem: Any = None
+    self.stamp = next(write_stamps)
     if initial is not None: self.copyin(initial)
   @property
   def nbytes(self) -> int: return self.size * self.dtype.itemsize
@@ -120,6 +127,7 @@ class Buffer:
     if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into a buffer of {self.nbytes} bytes ({self.size} x {self.dtype})")
     self.ensure_allocated()
     Device[self.device].allocator.copyin(self._mem, mv)
+    self.stamp = next(write_stamps)
     return self
   def as_memoryview(self) -> memoryview:
     """The buffer's bytes (a copy where the device cannot expose its memory)."""

@@ -16,9 +16,9 @@ What a replay does with data:
   - Bound Variables (`v.bind(n)`) passed as arguments are not baked in: a replay passes the new value to the kernels.
 `function` (tinygrad's graph-function decorator) is defined here too."""
 from __future__ import annotations
-import functools, inspect, time
+import collections, dataclasses, functools, inspect, time
 from typing import Any, Callable
-from fusegrad.device import Device
+from fusegrad.device import Buffer, BufferView, Device, write_stamps
 from fusegrad.helpers import DEBUG, JIT, GlobalCounters
 from fusegrad.engine import realize as _realize, rng
 from fusegrad import buffers
@@ -137,7 +137,8 @@ class _Capture:
                      and not any(t is i for i in inputs)]
     self.ret, self.out_views = ret, [t.uop for t in outs]
     swappable = {b for b in self.in_bufs if b is not None} | {b0 for _, b0 in self.implicit} | {b for *_, b0, b1 in self.state for b in (b0, b1)}
-    self.launches = [_Launch(si, prg, swappable) for si, prg in captured]
+    self.captured = captured = _keep_static_outputs(captured, written, swappable | {_buf(t) for t in outs})
+    self.launches = [_Launch(si, prg, swappable, written) for si, prg in captured]
     run = [k.prg.spec for k in self.launches if k.run is not None]
     self.counts = (len(run), sum(s.flops for s in run), sum(s.mem_bytes for s in run))
     return ret
@@ -157,11 +158,16 @@ class _Capture:
     # the loop touches as few objects per kernel as it can: after a kernel has streamed megabytes through the caches,
     # each one is a cache miss (Python costs 2-3x more per kernel in a b128 MNIST step than in a b2 one). Without
     # DEBUG>=2 the kernels are counted in GlobalCounters once, after the loop.
-    debug, kernel_s, clock = DEBUG.value >= 2, 0.0, time.perf_counter
+    debug, kernel_s, clock, skipped = DEBUG.value >= 2, 0.0, time.perf_counter, []
     for k in self.launches:
       if k.run is None:
         if k.prg is None: _realize.launch(k.si, None, [subst.get(b, b) for b in k.si.bufs], {})  # a copy
         continue  # else nothing to compute (an empty output)
+      if k.static:  # its buffers hold what they held after its last run (weights unchanged): its output is still valid
+        bufs = [subst.get(b, b) for b in k.si.bufs]
+        if (stamps := [b.stamp for b in bufs]) == k.last and not any(b.aliased for b in bufs):
+          skipped.append(k.prg.spec)
+          continue
       for i, b in k.swaps: k.run.set_buffer(i, subst.get(b, b).ensure_allocated()._mem)
       if k.si.var_vals:
         var_vals = {v: new_vals[v] if v in new_vals else rng.replayed_offset(val, rng_shift) if rng.is_offset_var(v) else val for v, val in k.si.var_vals}
@@ -172,7 +178,11 @@ class _Capture:
         k.run()
         k.sync()
         kernel_s += clock() - st
-    if not debug: GlobalCounters.add(*self.counts, kernel_s)
+      (out := subst.get(k.out, k.out)).stamp = next(write_stamps)
+      if k.static: k.last = [out.stamp, *stamps[1:]]
+    if not debug:
+      n, ops, mem = self.counts
+      GlobalCounters.add(n - len(skipped), ops - sum(s.flops for s in skipped), mem - sum(s.mem_bytes for s in skipped), kernel_s)
     rng.advance(self.rng[1])
     for t, view in rebind: t.uop = view
     for i, b1 in self.written_inputs: _buf(inputs[i]).copyin(b1.as_memoryview())
@@ -185,13 +195,42 @@ class _Capture:
 
 class _Launch:
   """One captured kernel or copy, ready to replay. A kernel keeps its arguments bound between replays (a launcher from
-  its device): a replay rewrites only the buffers it may swap (`swaps`: inputs, state, tensors read but not written)."""
-  def __init__(self, si, prg, swappable: set):
-    self.si, self.prg = si, prg
+  its device): a replay rewrites only the buffers it may swap (`swaps`: inputs, state, tensors read but not written).
+  A `static` kernel reads nothing the capture writes and takes no variables (a channels-last copy of a weight, an
+  arange): a replay skips it while every buffer it touches still carries the write stamp of its last run."""
+  def __init__(self, si, prg, swappable: set, written: set):
+    self.si, self.prg, self.out, self.last = si, prg, si.bufs[0], None
+    self.static = _is_static(si, prg, written)
     self.swaps = [(i, b) for i, b in enumerate(si.bufs) if b in swappable]
     vals, self.sync = dict(si.var_vals), Device[si.device].synchronize
     self.run = None if prg is None or si.bufs[0].size == 0 else \
       _realize.launcher(prg, [b.ensure_allocated()._mem for b in si.bufs], [vals[v] for v in prg.spec.vars])
+
+def _is_static(si, prg, written: set) -> bool:
+  """A kernel whose result stays valid while its inputs are unchanged: it reads nothing the capture writes (its inputs
+  are weights or constants) and takes no variables (the random number offset is one)."""
+  return prg is not None and not si.var_vals and not any(b in written or isinstance(b, BufferView) for b in si.bufs[1:])
+
+STATIC_KEEP_BYTES = 512 << 20  # the most memory one capture adds to keep static kernels' results between replays
+
+def _keep_static_outputs(captured: list, written: set, fixed: set) -> list:
+  """Memory planning lets intermediates share buffers, so a static kernel's output (a conv's channels-last weight copy) is
+  often overwritten later in the step, and every replay would have to compute it again. Give such an output a buffer of
+  its own (its kernel and the readers of that value use it), where the result is no larger than its inputs (a new
+  layout, not an expansion such as dequantized weights), within STATIC_KEEP_BYTES: the replay can then skip it."""
+  writes = collections.Counter(si.bufs[0] for si, _ in captured)
+  out, budget = list(captured), STATIC_KEEP_BYTES
+  for i, (si, prg) in enumerate(out):
+    o = si.bufs[0]
+    if writes[o] < 2 or o in fixed or not _is_static(si, prg, written) or o.nbytes > min(budget, sum(b.nbytes for b in si.bufs[1:])): continue
+    budget -= o.nbytes
+    own = Buffer(o.device, o.size, o.dtype)
+    out[i] = (dataclasses.replace(si, bufs=(own, *si.bufs[1:])), prg)
+    for j in range(i + 1, len(out)):  # the readers of this value, until the next kernel that writes the shared buffer
+      sj, pj = out[j]
+      if o in sj.bufs[1:]: out[j] = (dataclasses.replace(sj, bufs=(sj.bufs[0], *(own if b is o else b for b in sj.bufs[1:]))), pj)
+      if sj.bufs[0] is o: break
+  return out
 
 def _shape_binds(u: UOp) -> list:
   """(Variable, value) for each bound Variable in u's symbolic sizes."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 import contextlib, time
 from typing import Iterator
-from fusegrad.device import Device
+from fusegrad.device import Device, write_stamps
 from fusegrad.helpers import BEAM, DEBUG, GlobalCounters, NOOPT, colored
 from fusegrad.uop.ops import Capturing, Ops
 from fusegrad.schedule import ScheduleItem
@@ -56,6 +56,7 @@ def launch(si: ScheduleItem, prg, bufs, var_vals: dict):
     return
   mems = [b.ensure_allocated()._mem for b in bufs]
   if bufs[0].size != 0: timed(si, prg, prg, mems, [var_vals[v] for v in prg.spec.vars])
+  bufs[0].stamp = next(write_stamps)
 
 class Launcher:
   """A kernel with its arguments bound, for calling again and again (a TinyJit replay changes only what was swapped).

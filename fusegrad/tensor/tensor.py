@@ -380,7 +380,9 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     return mv.cast(self.dtype.fmt).tolist()
   def data(self) -> memoryview:
     if (c := self._concrete()) is not self: return c.data()
-    mv = self._buffer().as_memoryview()
+    buf = self._buffer()
+    buf.aliased = True  # the caller may write through the view, which TinyJit's write stamps cannot see
+    mv = buf.as_memoryview()
     if self.dtype in (dtypes.bfloat16, dtypes.float16): raise TypeError(f"memoryview has no {self.dtype} format here; use .float().data() or .numpy()")
     return mv.cast(self.dtype.fmt, self.shape) if self.numel() and self.shape else mv.cast(self.dtype.fmt)
   def tolist(self) -> Any:

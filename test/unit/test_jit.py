@@ -59,6 +59,57 @@ class TestCaptureReplay:
       assert GlobalCounters.time_sum_s > 0
       assert capsys.readouterr().out.count("***") == (counted[0] if debug else 0)
 
+  def test_a_kernel_of_unchanged_weights_is_skipped_until_they_change(self):
+    w = arr(1.0, 2.0, 3.0)
+    f = TinyJit(lambda x: (x * (w * 2).contiguous()).sum().realize())  # (w * 2) reads only w: a static kernel
+    x = arr(1.0, 1.0, 1.0)
+    for _ in range(3): assert f(x).item() == 12.0  # run, capture, first replay (runs every kernel)
+    def replay() -> tuple[float, int]:
+      GlobalCounters.reset()
+      return f(x).item(), GlobalCounters.kernel_count
+    assert replay() == (12.0, len(f.captured) - 1)
+    w.assign(arr(3.0, 3.0, 3.0)).realize()  # written between calls (a copy): the replay must compute w * 2 again
+    assert replay() == (18.0, len(f.captured))
+    assert replay() == (18.0, len(f.captured) - 1)
+    w[1] = 4.0  # written in place by a kernel
+    w.realize()
+    assert replay() == (20.0, len(f.captured))
+    w.data()[0] = 5.0  # a write through a memoryview carries no stamp: the kernel always runs from now on
+    assert replay() == (24.0, len(f.captured))
+    w.data()[1] = 0.0
+    assert replay() == (16.0, len(f.captured))
+    assert f(arr(1.0, 0.0, 1.0)).item() == 16.0
+
+  def test_a_static_kernels_output_gets_its_own_buffer_and_is_skipped(self):
+    w = arr(1.0, 2.0, 3.0)
+    def step(x):
+      first = (x * (w * 2).contiguous()).sum().contiguous()  # (w * 2) is static and dead after this sum...
+      y = (x * first).contiguous()  # ...so memory planning gives its buffer to y
+      return (y * 3).sum().realize()
+    f = TinyJit(step)
+    x = arr(1.0, 1.0, 1.0)
+    for _ in range(3): assert f(x).item() == 108.0
+    outs = [si.bufs[0] for si, _ in f.captured]
+    assert len(set(outs)) == len(outs), "the capture should keep the static result in a buffer of its own"
+    GlobalCounters.reset()
+    assert f(x).item() == 108.0
+    assert GlobalCounters.kernel_count == len(f.captured) - 2  # (w * 2), and the sum reading it and the same x
+    GlobalCounters.reset()
+    assert f(arr(1.0, 0.0, 1.0)).item() == 2 * 8.0 * 3 and GlobalCounters.kernel_count == len(f.captured) - 1
+
+  def test_a_static_kernels_shared_output_is_computed_again_after_another_kernel_wrote_it(self):
+    w = arr(1.0, 2.0, 3.0)
+    def step(x):
+      wide = (w * 2).reshape(3, 1).expand(3, 2).contiguous()  # static, but larger than its input: not given its own buffer
+      first = (x * wide).sum().contiguous()
+      y = (x * first).contiguous()  # memory planning gives y the buffer of `wide`, and each replay writes it
+      return (y * 3).sum().realize()
+    f = TinyJit(step)
+    x = Tensor(np.ones((3, 2), np.float32)).realize()
+    for _ in range(5): assert f(x).item() == 24.0 * 6 * 3
+    outs = [si.bufs[0] for si, _ in f.captured]
+    assert len(set(outs)) < len(outs), "the case needs two kernels writing one buffer"
+
   def test_replay_with_new_data_gives_new_results(self):
     f = TinyJit(lambda a: (a * a - 1).realize())
     rng = np.random.default_rng(0)
