@@ -3,6 +3,7 @@ schedule cache (cache.py); on a miss decide which nodes get a buffer (fusion.py)
 (kernel.py) and let intermediate buffers share memory (memory.py). Which buffers exist and what is realized is
 fusegrad/buffers.py's, below this package."""
 from __future__ import annotations
+import collections
 from fusegrad.buffers import buffer_of, buffer_view, is_realized, new_buffer_uop, realized_view
 from fusegrad.device import Device
 from fusegrad.dtype import dtypes
@@ -37,7 +38,12 @@ def _schedule(sink: UOp, order: list[UOp], any_realized: bool) -> tuple[list[Sch
   if any_realized and any(is_realized(u) for u in order):
     sink = sink.substitute({u: v for u in order if (v := realized_view(u)) is not None})
     order = sink.toposort(lambda u: u.op is Ops.BUFFER)
-  targets = list(sink.src)
+  # a target that only reshapes a contiguous() is that node's buffer seen through the reshape, not a copy of it; not
+  # where two targets would share the buffer (equal expressions are one node: a write into one must not reach the other)
+  through = {t: c for t in sink.src if (c := _reshaped_contiguous(t)) is not None}
+  shared = collections.Counter([*through.values(), *sink.src])
+  through = {t: c for t, c in through.items() if shared[c] == 1}
+  targets = list(dict.fromkeys(through.get(t, t) for t in sink.src))
   materialize = decide_buffers(order, targets, _loops_in_sequence(targets))
   # build one kernel per materialized node, children first
   out_view: dict[UOp, UOp] = {}
@@ -54,8 +60,15 @@ def _schedule(sink: UOp, order: list[UOp], any_realized: bool) -> tuple[list[Sch
     items.append(si)
     item_binds.append(binds)
     out_view[u] = sym_node(Ops.RESHAPE, out, u.vshape) if u.vshape is not u.shape else UOp(Ops.RESHAPE, u.dtype, (out,), u.shape)
+  for t, c in through.items(): out_view[t] = UOp(Ops.RESHAPE, t.dtype, (out_view[c].base,), t.shape)
   kept = {buffer_of(out_view[t].base) for t in targets} | {buffer_of(out_view[u].base) for u in out_view if u.op is Ops.ASSIGN}
-  return plan_memory(items, kept), {o: out_view[t] for o, t in zip(originals, targets)}, item_binds
+  return plan_memory(items, kept), {o: out_view[t] for o, t in zip(originals, sink.src)}, item_binds
+
+def _reshaped_contiguous(t: UOp) -> UOp | None:
+  """The CONTIGUOUS under a chain of reshapes (fixed sizes) that is t, or None."""
+  c = t
+  while c.op is Ops.RESHAPE and c.vshape is c.shape: c = c.src[0]
+  return c if c is not t and c.op is Ops.CONTIGUOUS and c.vshape is c.shape else None
 
 def _loops_in_sequence(targets: list[UOp]) -> bool:
   """Do the kernels run their loops in sequence (a CPU)? Only then is a per-row value fused above a row's inner loops

@@ -158,6 +158,29 @@ class TestRealized:
     assert count(out) == 2
     close(out, (np.array(A) + 1) * 2)
 
+  def test_reshape_of_contiguous_is_its_buffer(self):
+    a = inputs(A)
+    flat = (a + 1).contiguous().reshape(6)
+    assert count(flat) == 1  # the reshape views the contiguous buffer: no copy kernel
+    close(flat, (np.array(A) + 1).reshape(6))
+
+  def test_equal_reshaped_contiguous_targets_stay_independent(self):
+    a = inputs(A)
+    flat, square = (a + 1).contiguous().reshape(6), (a + 1).contiguous().reshape(3, 2)  # one node under both reshapes
+    Tensor.realize_all(flat, square)
+    flat[0] = 100.0
+    close(flat, [100.0, *(np.array(A) + 1).reshape(6)[1:]])
+    close(square, (np.array(A) + 1).reshape(3, 2))
+
+  def test_permuted_reduction_matches_numpy(self):
+    # a reduction stored transposed, one kernel: odd sizes, tails of vectors
+    x = np.random.default_rng(0).standard_normal((3, 5, 11, 7), dtype=np.float32)
+    t = inputs(x)
+    for axis, perm in ((3, (2, 0, 1)), (1, (0, 2, 1)), (2, (1, 0, 2))):
+      out = t.sum(axis).permute(perm).contiguous()
+      assert count(out) == 1
+      close(out, x.sum(axis).transpose(perm), 1e-4)
+
 class TestMaterialize:
   def test_reduce_read_through_expand_gets_a_buffer(self):
     # summed over the outer axis, s would be recomputed for every row: it gets a buffer
