@@ -87,10 +87,11 @@ def rows(steps: int = 15, warmup: int = 3) -> list[Row]:
 def replay_python_us(step, x, y, rounds: int = 10) -> float:
   """Microseconds of Python per kernel in a TinyJit replay of the step: (wall time - the kernels' own time) / kernels,
   least of `rounds` replays. A kernel's own time (GlobalCounters.time_sum_s) is timed around its call into C, which
-  includes waking the kernel threads."""
-  tx, ty = Tensor(x).realize(), Tensor(y).realize()
+  includes waking the kernel threads. Each replay gets new input tensors, as in training, so no kernel is skipped for
+  reading the same batch again."""
   best = float("inf")
   for _ in range(rounds):
+    tx, ty = Tensor(x).realize(), Tensor(y).realize()
     GlobalCounters.reset()
     st = time.perf_counter()
     step(tx, ty)

@@ -44,7 +44,6 @@ def _buf(t):
   view = buffers.buffer_view(t.uop)
   return buffers.buffer_of(view) if view is not None else None
 
-
 # ---------------- which capture a call belongs to
 class _Identity:
   """Keys an object by identity (a method's `self`: the same model object means the same capture)."""
@@ -196,8 +195,9 @@ class _Capture:
 class _Launch:
   """One captured kernel or copy, ready to replay. A kernel keeps its arguments bound between replays (a launcher from
   its device): a replay rewrites only the buffers it may swap (`swaps`: inputs, state, tensors read but not written).
-  A `static` kernel reads nothing the capture writes and takes no variables (a channels-last copy of a weight, an
-  arange): a replay skips it while every buffer it touches still carries the write stamp of its last run."""
+  A `static` kernel takes no variables and reads only buffers no kernel of the capture shares or rewrites (weights,
+  constants, inputs, and results _keep_static_outputs gave a buffer of their own): a replay skips it while every buffer
+  it touches still carries the write stamp of its last run, which is what makes a skip correct."""
   def __init__(self, si, prg, swappable: set, written: set):
     self.si, self.prg, self.out, self.last = si, prg, si.bufs[0], None
     self.static = _is_static(si, prg, written)
@@ -207,8 +207,8 @@ class _Launch:
       _realize.launcher(prg, [b.ensure_allocated()._mem for b in si.bufs], [vals[v] for v in prg.spec.vars])
 
 def _is_static(si, prg, written: set) -> bool:
-  """A kernel whose result stays valid while its inputs are unchanged: it reads nothing the capture writes (its inputs
-  are weights or constants) and takes no variables (the random number offset is one)."""
+  """A kernel worth checking for a skip: it takes no variables (the random number offset is one) and reads nothing in
+  `written` (the buffers the captured kernels write, as memory planning left them)."""
   return prg is not None and not si.var_vals and not any(b in written or isinstance(b, BufferView) for b in si.bufs[1:])
 
 STATIC_KEEP_BYTES = 512 << 20  # the most memory one capture adds to keep static kernels' results between replays
