@@ -340,6 +340,9 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     # pending assigns happen with the next realize, as an in-place update would have (e.g. BatchNorm running stats)
     tensors = tensors + tuple(t for r in list(_pending_assigns.values()) if (t := r()) is not None and not any(t is x for x in tensors))
     _pending_assigns.clear()
+    # a result that another tensor may already hold (computed before, or twice in this call: equal graphs are one node)
+    # goes to one tensor only; the others keep the lazy node, which reads the buffer until a write invalidates it
+    shared = {t.uop for t in tensors if buffers.is_realized(t.uop)}
     items, views = create_schedule([t.uop for t in tensors])
     run_schedule(items)
     grad_leaves, written = None, []
@@ -359,6 +362,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
         if not t.requires_grad:
           if grad_leaves is None: grad_leaves = {g.uop for g in _live_tensors() if g.requires_grad}
           if grad_leaves and any(u in grad_leaves for u in old.toposort(lambda u: u.op is Ops.DETACH)): continue
+        if old in shared: continue
+        shared.add(old)
         t.uop = views[old]
     for base in written: buffers.invalidate(base)  # results computed from the old contents are stale
   def realize(self, *lst: Tensor) -> Tensor:

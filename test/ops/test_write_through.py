@@ -126,3 +126,19 @@ def test_jit_without_tensor_arguments_sees_a_pending_assign():
   for _ in range(3): f()
   s.assign(s * 5)
   assert f().item() == 30.0
+
+@pytest.mark.parametrize("make", [lambda a: (a + 1).contiguous(), lambda a: a + 1, lambda a: (a * 2).sum(1)],
+                         ids=["contiguous", "elementwise", "reduce"])
+@pytest.mark.parametrize("writer", [0, 1])
+def test_equal_results_computed_separately_do_not_alias(make, writer):
+  # hash-consing makes equal lazy graphs one node; realized together (or one after the other, while the node lives)
+  # both tensors got the one result buffer, so a write into either showed in the other (torch keeps them apart)
+  a = Tensor([[1.0, 2.0], [3.0, 4.0]]).realize()
+  for together in (True, False):
+    p, q = make(a), make(a)
+    if together: Tensor.realize_all(p, q)
+    else: p.realize(); q.realize()
+    want = q.numpy().copy() if writer == 0 else p.numpy().copy()
+    (p if writer == 0 else q)[0] = 100
+    assert (q if writer == 0 else p).numpy().tolist() == want.tolist()
+    assert (p if writer == 0 else q).numpy().flatten()[0] == 100
