@@ -82,13 +82,16 @@ def task_symbol(spec: ProgramSpec) -> str:
   ASTs) linked into one library (ops_cpu.compile_many) never clash."""
   return f"task_{hashlib.sha256(spec.src.encode()).hexdigest()[:20]}"
 
+KERNEL_MARK = "/* kernel: */\n"  # kernel_source's line between the prelude and the kernel's own code
+
 def kernel_source(spec: ProgramSpec) -> str:
   """The kernel as a static function, and `task_<hash>(bufs, vars, core_id, n_cores)` calling it: one signature the
-  pool can call."""
+  pool can call. KERNEL_MARK parts the prelude (types, helpers) from the function, so kernels with the same prelude can
+  be compiled as one translation unit (ops_cpu.compile_many)."""
   args = [f"b[{j}]" for j in range(len(spec.globals))] + [f"v[{j}]" for j in range(len(spec.vars))] + ["core_id", "n_cores"]
   head = f"void {spec.name}("
   if head not in spec.src: raise RuntimeError(f"kernel {spec.name}: its source does not define {head}...)")
-  return (spec.src.replace(head, "static " + head, 1) +
+  return (spec.src.replace(head, KERNEL_MARK + "static " + head, 1) +
           f"\nvoid {task_symbol(spec)}(void **b, const int *v, int core_id, int n_cores) {{ {spec.name}({', '.join(args)}); }}\n")
 
 def pool_source() -> str: return f"#define SPINS {SPINS}\n" + POOL_SRC

@@ -1,12 +1,12 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
-import _ctypes, concurrent.futures, contextlib, ctypes, functools, hashlib, os, platform, shutil, subprocess, sys, tempfile
+import _ctypes, concurrent.futures, contextlib, ctypes, functools, hashlib, os, platform, shutil, subprocess, sys, tempfile, threading
 from typing import Iterable
 from fusegrad.helpers import CACHELEVEL, DISK_CACHE_MB, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
 from fusegrad.renderer.cstyle import ClangRenderer
 from fusegrad.renderer.cvector import VECTOR_MATH
-from fusegrad.runtime.cpu_threads import kernel_source, load_pool, pool_source, task_symbol
+from fusegrad.runtime.cpu_threads import KERNEL_MARK, kernel_source, load_pool, pool_source, task_symbol
 
 # -ffp-contract=off: a value recomputed in two kernels (fusion duplicates cheap work) must round the same in both, or
 # e.g. max-pool's backward (x == max) misses; explicit FMA is used only to accumulate reductions (renderer/cvector.py)
@@ -176,32 +176,45 @@ def _with_math(src: str) -> tuple[str, list[str]]:
   if "_ZGV" not in src or not vector_math(find_compiler()): return src, ["-lm"]
   return _simd_decls() + src, ["-lmvec", "-lm"]
 
+# a batch compiles on one core: capped so that the last batches of a schedule still keep every core busy
+BATCH_CHARS = 32_000
+
 def compile_many(srcs: Iterable[str], workers: int) -> list[str]:
-  """compile_c for several kernels at once: each source not cached yet is compiled to an object file on `workers`
-  compilers in parallel, as soon as the iterable yields it (the caller renders the next one meanwhile), and one link
-  makes a library of all of them, stored under each kernel's cache name (hard links). A kernel compiled alone pays for
-  a compiler, an assembler and a linker process; linking once saves about a third of a cold schedule's compile time.
-  Each kernel exports only its task symbol (its function is static)."""
+  """compile_c for several kernels at once: the sources not cached yet are compiled to object files on `workers`
+  compilers in parallel, as the iterable yields them (the caller renders the next ones meanwhile), and one link makes a
+  library of all of them, stored under each kernel's cache name (hard links). A compiler that comes free takes every
+  waiting kernel that shares the first one's prelude (up to BATCH_CHARS of their own code) as one translation unit:
+  starting gcc and parsing the prelude cost about 20 ms, a third of a typical kernel's compile. Linking once saves
+  another third. Each kernel exports only its task symbol (its function is static)."""
   cc = find_compiler()
   flags = compiler_flags(cc)
   cflags = [f for f in flags if f != "-shared"]
   jobs: dict[str, tuple[str, list[str]]] = {}
   order: list[str] = []
   built: dict[str, str] = {}
+  waiting: list[str] = []  # sources to compile, in the order they came
+  objs: dict[str, str] = {}  # source -> the object file holding it
+  lock = threading.Lock()
   with tempfile.TemporaryDirectory(dir=cache_dir()) as d, concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
-    objs: dict[str, tuple[str, concurrent.futures.Future]] = {}
+    def compile_waiting():  # one call per source; a call that finds nothing waiting (an earlier batch took it) returns
+      with lock:
+        if not waiting: return
+        batch, o = _take_batch(waiting, jobs), os.path.join(d, f"{len(objs)}.o")
+        objs.update((src, o) for src in batch)
+      _compile_batch(cc, cflags, [jobs[src][0] for src in batch], o)
+    compiles = []
     for src in srcs:
       order.append(src)
       if src in jobs: continue
       full, libs = jobs[src] = _with_math(src)
       if os.path.exists(_cache_path(cc, flags, full)) and CACHELEVEL: continue
-      o = os.path.join(d, f"{len(objs)}.o")
-      objs[src] = (o, pool.submit(_run_cc, cc, cflags, full, ["-c", "-o", o]))
-    for _, f in objs.values(): f.result()
+      with lock: waiting.append(src)
+      compiles.append(pool.submit(compile_waiting))
+    for f in compiles: f.result()
     if objs:
       lib = os.path.join(d, "all.so")
       libs = sorted({x for src in objs for x in jobs[src][1]}, key=["-lmvec", "-lm"].index)
-      _run_cc(cc, ["-shared"], None, [*(o for o, _ in objs.values()), "-o", lib, *libs])
+      _run_cc(cc, ["-shared"], None, [*dict.fromkeys(objs.values()), "-o", lib, *libs])
       for src in objs:
         path = _cache_path(cc, flags, jobs[src][0])
         tmp = f"{path}.{os.getpid()}.tmp"
@@ -212,6 +225,36 @@ def compile_many(srcs: Iterable[str], workers: int) -> list[str]:
         built[src] = path
         _after_write(os.path.dirname(path), path)
   return [built.get(src) or build_library(*jobs[src]) for src in order]  # the others were cached
+
+def _split_kernel(full: str) -> tuple[str, str]:
+  """A kernel_source as (prelude, the kernel's own code); a source without the mark is all its own code."""
+  prelude, mark, own = full.partition(KERNEL_MARK)
+  return (prelude, own) if mark else ("", full)
+
+def _take_batch(waiting: list[str], jobs: dict) -> list[str]:
+  """Takes from `waiting` the first source and the later ones with the same prelude, within BATCH_CHARS."""
+  prelude, size, batch = _split_kernel(jobs[waiting[0]][0])[0], 0, []
+  for src in list(waiting):
+    pre, own = _split_kernel(jobs[src][0])
+    if batch and (pre != prelude or not pre or size + len(own) > BATCH_CHARS): continue
+    batch.append(src)
+    waiting.remove(src)
+    size += len(own)
+  return batch
+
+def _compile_batch(cc: str, cflags: list, fulls: list[str], obj: str) -> None:
+  """Kernels with one prelude compiled as one translation unit. Each kernel's static function is renamed by a macro
+  (two kernels may share a name). If the unit fails, each kernel is compiled alone, so the error shows its source."""
+  if len(fulls) == 1: return _run_cc(cc, cflags, fulls[0], ["-c", "-o", obj])
+  unit = [_split_kernel(fulls[0])[0]]
+  for i, full in enumerate(fulls):
+    own = _split_kernel(full)[1]
+    name = own[len("static void "):own.index("(")]
+    unit.append(f"#define {name} k{i}_{name}\n{own}#undef {name}\n")
+  try: _run_cc(cc, cflags, "".join(unit), ["-c", "-o", obj])
+  except RuntimeError:
+    for full in fulls: _run_cc(cc, cflags, full, ["-c", "-o", os.devnull])
+    raise
 
 def _run_cc(cc: str, flags: list, src: str | None, args: list) -> None:
   cmd = [cc, *flags, *(["-x", "c", "-"] if src is not None else []), *args]

@@ -58,3 +58,47 @@ def test_a_kernel_that_fails_to_compile_in_a_batch_raises(monkeypatch, tmp_path)
   ok = "static void k(float* a) { a[0] = 1.0f; }\nvoid task_ok(float* a) { k(a); }\n"
   import pytest
   with pytest.raises(RuntimeError, match="failed to compile a kernel"): ops_cpu.compile_many([ok, "void broken( {"], 2)
+
+def _slow_first_compile(monkeypatch, ops_cpu, units):
+  """Records each translation unit compiled to an object file; the first one takes long enough for the rest to queue."""
+  real = ops_cpu._run_cc
+  def cc(c, flags, src, args):
+    if "-c" in args:
+      units.append(src)
+      if len(units) == 1: time.sleep(0.3)
+    return real(c, flags, src, args)
+  monkeypatch.setattr(ops_cpu, "_run_cc", cc)
+
+def test_waiting_kernels_with_one_prelude_compile_as_one_unit(monkeypatch, tmp_path):
+  # kernels that queue while the compiler is busy share one gcc run, even two of one name (E_7) with different code
+  from fusegrad.runtime import ops_cpu
+  from fusegrad.codegen.program import _render
+  from fusegrad.schedule import create_schedule
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  a = np.arange(7, dtype=np.float32)
+  x = Tensor(a).realize()
+  outs = [x - 3, x + 1, x * 2, (x * 2).exp(), x.sqrt()]
+  items = [create_schedule([o.uop])[0][-1] for o in outs]
+  specs = [_render("CPU", si.ast, None) for si in items]
+  units: list = []
+  _slow_first_compile(monkeypatch, ops_cpu, units)
+  progs = Device["CPU"].compile_many(specs, 1)
+  assert len(units) < len(specs) and any(u.count("void task_") > 1 for u in units), "no kernels were batched"
+  for prg, si, want in zip(progs, items, (a - 3, a + 1, a * 2, np.exp(a * 2), np.sqrt(a))):
+    prg([b.ensure_allocated()._mem for b in si.bufs], [])
+    np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), want, rtol=1e-6)
+
+def test_a_broken_kernel_in_a_unit_is_named_by_its_own_source(monkeypatch, tmp_path):
+  from fusegrad.runtime import ops_cpu
+  import pytest
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  pre = "typedef float f;\n" + ops_cpu.KERNEL_MARK
+  # the first has a prelude of its own, so it compiles alone while the two others wait
+  first = "typedef int i;\n" + ops_cpu.KERNEL_MARK + "static void k(i* a) { a[0] = 1; }\nvoid task_a(i* a) { k(a); }\n"
+  ok = pre + "static void k(f* a) { a[0] = 2; }\nvoid task_b(f* a) { k(a); }\n"
+  broken = pre + "static void k(f* a) { a[0] = oops; }\nvoid task_c(f* a) { k(a); }\n"
+  units: list = []
+  _slow_first_compile(monkeypatch, ops_cpu, units)
+  with pytest.raises(RuntimeError, match="failed to compile a kernel") as e: ops_cpu.compile_many([first, ok, broken], 1)
+  assert any(u.count("void task_") == 2 for u in units), "the two waiting kernels were not batched"
+  assert "task_c" in str(e.value) and "task_b" not in str(e.value)
