@@ -17,9 +17,12 @@ if platform.machine() in ("x86_64", "AMD64"): CFLAGS.append("-mno-red-zone")
 
 def find_compiler() -> str:
   from fusegrad.device import Device
-  want = os.getenv("CC") or {"CLANG": "clang", "GCC": "gcc"}.get(Device.renderer_override or "", "")
+  return _find_compiler(os.getenv("CC") or {"CLANG": "clang", "GCC": "gcc"}.get(Device.renderer_override or "", ""), os.getenv("PATH"))
+
+@functools.lru_cache(maxsize=8)  # every kernel asks (searching PATH took 0.4 ms); keyed on what the answer depends on
+def _find_compiler(want: str, path: str | None) -> str:
   for cc in ([want] if want else ["clang", "gcc", "cc"]):
-    if shutil.which(cc): return cc
+    if shutil.which(cc, path=path): return cc
   raise RuntimeError(f"no C compiler found (tried {want or 'clang, gcc, cc'}): install gcc or clang, or set CC=/path/to/compiler")
 
 class CPUAllocator:

@@ -673,16 +673,33 @@ class UOp(OpBuilder, metaclass=UOpMeta):
   def toposort(self, stop: Callable[[UOp], bool] | None = None, srcs: Callable[[UOp], tuple] | None = None) -> list[UOp]:
     """Sources before users; an iterative DFS so deep graphs do not hit the recursion limit. `stop(u)`: do not walk
     below u; `srcs(u)`: the sources to follow instead of u.src (to add ordering constraints the graph lacks)."""
-    seen: set[int] = set()
+    # a None on the stack means "the node under it has all its sources done"; sources are pushed even when already seen
+    # and skipped when popped (cheaper than filtering them, the same order). Codegen walks each kernel's graph dozens
+    # of times: this is a large part of rendering it.
+    seen: set[UOp] = set()
     order: list[UOp] = []
-    stack: list[tuple[UOp, bool]] = [(self, False)]
+    stack: list = [self]
+    pop, push, see = stack.pop, stack.append, seen.add
+    if stop is None and srcs is None:  # the common case, without the two tests per node
+      while stack:
+        if (u := pop()) is None:
+          order.append(pop())
+          continue
+        if u in seen: continue
+        see(u)
+        push(u)
+        push(None)
+        stack += u.src[::-1]
+      return order
     while stack:
-      u, expanded = stack.pop()
-      if expanded: order.append(u); continue
-      if id(u) in seen: continue
-      seen.add(id(u))
-      stack.append((u, True))
-      if stop is None or not stop(u): stack.extend((s, False) for s in reversed(u.src if srcs is None else srcs(u)) if id(s) not in seen)
+      if (u := pop()) is None:
+        order.append(pop())
+        continue
+      if u in seen: continue
+      see(u)
+      push(u)
+      push(None)
+      if stop is None or not stop(u): stack += (u.src if srcs is None else srcs(u))[::-1]
     return order
   def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
     cache: dict[UOp, UOp] = {}

@@ -84,7 +84,8 @@ def graph_rewrite(sink: UOp, pm: PatternMatcher, ctx: Any = None) -> UOp:
         stack.append((u, 1))
         stack.extend((s, 0) for s in u.src if s not in done)
         continue
-      new = u.replace(src=tuple(done[s] for s in u.src)) if u.src else u
+      new = u
+      if u.src and any(done[s] is not s for s in u.src): new = UOp(u.op, u.dtype, tuple([done[s] for s in u.src]), u.arg)
       for _ in range(1000):
         nxt = pm.rewrite(new, ctx)
         if nxt is None: break
