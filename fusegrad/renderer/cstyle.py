@@ -143,7 +143,7 @@ class CKernel:
     self.parallel: UOp | None = None  # the loop split across threads, if the renderer splits one
     # SIMD (ClangRenderer.prepare): tile loops -> vector widths, innermost loops -> width, vector accumulators -> widths
     self.vloops: dict[UOp, tuple[int, ...]] = {}
-    self.vinner: dict[UOp, int] = {}
+    self.vinner: dict[UOp, tuple[int, ...]] = {}
     self.vec_accs: dict[UOp, tuple[int, ...]] = {}
   def r(self, u: UOp) -> str: return self.names[u] if u in self.names else self.renderer.render_const(u.arg, u.dtype)
   def emit(self, s: str): self.lines.append("  " * self.depth + s)
@@ -231,7 +231,7 @@ class ClangRenderer(CStyleRenderer):
 
   def extra_params(self, k: CKernel) -> list[str]: return ["int core_id", "int n_cores"]
   def kernel_prelude(self, k: CKernel) -> str:
-    widths = {w for ws in k.vloops.values() for w in ws} | set(k.vinner.values())
+    widths = {w for loops in (k.vloops, k.vinner) for ws in loops.values() for w in ws}
     return self.prelude + "".join(vector_prelude(w, bool(self.vector_math)) for w in sorted(widths))
 
   def prepare(self, k: CKernel) -> None:
@@ -255,12 +255,16 @@ class ClangRenderer(CStyleRenderer):
       VectorLoop(k, u).render(k.vloops[u])
       return True
     if u not in k.vinner: return False
-    # a loop over vectors of lanes
-    w = k.vinner[u]
+    # a loop over vectors of lanes, then the lanes left over as shorter vectors (by the last thread, if threads split it)
+    w, *tail = k.vinner[u]
     n = u.src[0].arg // w
     name = k.open_loop(u, *((f"core_id*{n}ll/n_cores", f"(core_id+1)*{n}ll/n_cores") if u is k.parallel else ("0", str(n))))  # threads split the vectors
     VectorLoop(k, u).render_vector(f"{name}*{w}", w)
     k.close_loop()
+    if tail:
+      if u is k.parallel: k.emit("if (core_id == n_cores-1) {")
+      VectorLoop(k, u).render(tuple(tail), n * w)
+      if u is k.parallel: k.emit("}")
     return True
 
   def render_acc(self, k: CKernel, u: UOp) -> bool:

@@ -165,17 +165,22 @@ def kinds(body: list[UOp], lane: UOp, half: bool = False) -> dict[UOp, str] | No
     out[u] = kind
   return out
 
-def vector_width(rng: UOp, simd_width: int) -> int:
-  """The widest of simd_width, simd_width/2, ... down to 2 lanes that divides the loop (0: none)."""
-  if rng.src[0].op is not Ops.CONST: return 0
-  return next((w for w in (simd_width >> s for s in range(4)) if w >= 2 and rng.src[0].arg % w == 0), 0)
+def vector_widths(rng: UOp, simd_width: int) -> tuple[int, ...]:
+  """How a loop runs as vectors: (w, *tail). Each iteration takes w lanes, then the tail's vectors take the lanes left
+  over (tile_widths), so a padded conv row of 58 is 7 x 8 + 2 rather than 29 x 2. w is simd_width if the rest can be
+  such a tail, else the widest of simd_width/2, ... down to 2 lanes that divides the loop (() if none does)."""
+  if rng.src[0].op is not Ops.CONST: return ()
+  n = rng.src[0].arg
+  if n > simd_width >= 2 and n % simd_width and (tail := tile_widths(n % simd_width, simd_width)): return (simd_width, *tail)
+  return next(((w,) for w in (simd_width >> s for s in range(4)) if w >= 2 and n % w == 0), ())
 
-def inner_vector_loops(uops: list[UOp], simd_width: int, skip: set[UOp], half: bool = False) -> dict[UOp, int]:
-  """Innermost loops (no loop inside) that can run a vector of lanes per iteration: gcc leaves loops with a division
-  in an index, a comparison or a select scalar, and those are common (pooling, relu and batchnorm backward)."""
+def inner_vector_loops(uops: list[UOp], simd_width: int, skip: set[UOp], half: bool = False) -> dict[UOp, tuple[int, ...]]:
+  """Innermost loops (no loop inside) that can run a vector of lanes per iteration (vector_widths): gcc leaves loops
+  with a division in an index, a comparison or a select scalar, and those are common (pooling, relu and batchnorm
+  backward)."""
   out = {}
   for u in uops:
-    if u.op is not Ops.RANGE or u in skip or not (w := vector_width(u, simd_width)): continue
+    if u.op is not Ops.RANGE or u in skip or not (w := vector_widths(u, simd_width)): continue
     body = loop_body(uops, u)
     # accumulator arrays belong to tile loops: those vectorize together (vector_loops) or not at all
     arrays = any(b.op is Ops.REDUCE or (b.op is Ops.ACC_UPDATE and len(b.src) == 3) for b in body)
@@ -210,9 +215,10 @@ class VectorLoop:
     self.scalar, self.cast, self.ctype = k.renderer.render_alu, k.renderer.render_cast, k.renderer.ctype
     self.kind, self.accs = kinds(self.body, lane, k.renderer.half_loads) or {}, k.accs
 
-  def render(self, widths: tuple[int, ...]):
-    """The whole tile, unrolled: vector g covers the next widths[g] lanes (acc_g holds its accumulators)."""
-    for g, w in enumerate(widths): self.render_vector(str(sum(widths[:g])), w, g)
+  def render(self, widths: tuple[int, ...], start: int = 0):
+    """The whole tile (from lane `start`), unrolled: vector g covers the next widths[g] lanes (acc_g holds its
+    accumulators)."""
+    for g, w in enumerate(widths): self.render_vector(str(start + sum(widths[:g])), w, g)
 
   def render_vector(self, base: str, width: int, g: int = 0):
     """One vector of the loop, for lanes base ... base+width-1 (base: a C expression)."""

@@ -111,20 +111,23 @@ def test_simd_elementwise_float32_1024():
   assert f"*(f32x{W}*)(data0+" in src, "the store is not one vector store"
   np.testing.assert_array_equal((x * 3 - 1).numpy(), x.numpy() * 3 - 1)
 
-def expected_width(n: int) -> int:
-  """The widest of W, W/2, W/4, W/8 (at least 2) that divides n; 0: scalar."""
-  return next((w for w in (W, W // 2, W // 4, W // 8) if w >= 2 and n % w == 0), 0)
+def expected_widths(n: int) -> set[int]:
+  """W-wide vectors and a tail of halves for the lanes left over (58 = 7 x 8 + 2), if that tail is whole vectors;
+  else the widest of W, W/2, W/4, W/8 (at least 2) that divides n; empty: scalar."""
+  if n > W and n % W and (n % W) % 2 == 0: return {W} | {w for w in (W // 2, W // 4, W // 8) if w >= 2 and n % W & w}
+  return next(({w} for w in (W, W // 2, W // 4, W // 8) if w >= 2 and n % w == 0), set())
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 10, 12, 14, 17, 20, 24, 28, 31, 36, 40])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 10, 12, 14, 17, 20, 24, 28, 31, 36, 40, 58, 62, 100002])
 def test_vector_width_follows_the_size(n):
-  # elementwise over n: vectors of the widest width that divides n, unaligned by a shrink offset of 1
+  # elementwise over n: vectors of the widest width that divides n, or W-wide ones and a tail, unaligned by a shrink
+  # offset of 1 (100002: threads split the vectors and the last one does the tail)
   rng = np.random.default_rng(n)
   a, b = data(rng, (n + 3,), dtypes.float32), data(rng, (n,), dtypes.float32)
   def fn(x, y):
     return x[1:n + 1] * y + (x[1:n + 1] < y).where(y, x[2:n + 2])
   x, y = Tensor(a), Tensor(b)
   (src,) = kernel_sources(fn(x, y))
-  assert widths(src) == ({expected_width(n)} if expected_width(n) else set()), f"n={n}:\n{src}"
+  assert widths(src) == expected_widths(n), f"n={n}:\n{src}"
   want = a[1:n + 1] * b + np.where(a[1:n + 1] < b, b, a[2:n + 2])
   assert_all_equal(results(fn, [(a, dtypes.float32), (b, dtypes.float32)]))
   np.testing.assert_array_equal(fn(x, y).numpy(), want)
