@@ -206,6 +206,8 @@ def vector_loops(uops: list[UOp], simd_width: int, half: bool = False) -> dict[U
   if not all(w and kinds(loop_body(uops, t), t, half) is not None for t, w in widths.items()): return {}
   return widths
 
+def _fits_int32(x: UOp) -> bool: return dtypes.is_int(x.dtype) and -2**31 <= x.vmin and x.vmax < 2**31
+
 class VectorLoop:
   """Renders one loop of kernel k (renderer/cstyle.py CKernel) as vectors of lanes: names, emit and new_name are the
   kernel's; scalar ALU, casts and C types are its renderer's."""
@@ -249,8 +251,41 @@ class VectorLoop:
 
   def mask(self, u: UOp) -> str:
     if self.kind.get(u) == "m": return self.names[u]
-    if self.kind.get(u) == "l": return f"({self.mt}){{" + ", ".join(f"-(int)({self.lane_val(u, i)})" for i in range(self.w)) + "}"
+    if self.kind.get(u) == "l":
+      if (u, "mask") not in self.lanes:
+        self.lanes[(u, "mask")] = self._lane_mask(u) or f"({self.mt}){{" + ", ".join(f"-(int)({self.lane_val(u, i)})" for i in range(self.w)) + "}"
+      return self.lanes[(u, "mask")]
     return f"(({self.mt}){{}}-(int)({self.r(u)}))"
+
+  def _lane_mask(self, u: UOp) -> str | None:
+    """A per-lane bool as one vector op where it can be: a comparison of ints that move by a constant from lane to lane
+    (a padded read's edge test, a one-hot label test), or logic on such masks; None: lane by lane."""
+    if u.op in MASK_OPS and dtypes.is_int(u.src[0].dtype):
+      a, b = (self._int_lanes(s) for s in u.src)
+      return f"({a}{MASK_OPS[u.op]}{b})" if a and b else None
+    if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ) and u.src[0].dtype == dtypes.bool:
+      a, b = self.mask(u.src[0]), self.mask(u.src[1])
+      return {Ops.AND: f"({a}&{b})", Ops.OR: f"({a}|{b})", Ops.XOR: f"({a}^{b})", Ops.CMPNE: f"({a}^{b})", Ops.CMPEQ: f"(~({a}^{b}))"}[u.op]
+    return None
+
+  def _int_lanes(self, u: UOp) -> str | None:
+    """An int of the loop as a vector of 32-bit lanes, if all its values fit and it moves by a constant step from lane
+    to lane (_lane_step)."""
+    if not _fits_int32(u): return None
+    if self.kind.get(u) is None: return f"(({self.mt}){{}}+(int)({self.r(u)}))"  # a scalar from outside: every lane
+    if (step := self._lane_step(u)) is None or abs(step) * self.w >= 2**31: return None
+    return f"((({self.mt}){{{', '.join(str(step * i) for i in range(self.w))}}})+(int)({self.lane_val(u, 0)}))"
+
+  def _lane_step(self, u: UOp) -> int | None:
+    """vector_step, also through sums, constant multiples and casts between int types of values that fit in 32 bits
+    (index math in int32: `(int)lane*3 - 7`)."""
+    if u.op is Ops.CAST and dtypes.is_int(u.dtype) and _fits_int32(u.src[0]): return self._lane_step(u.src[0])
+    if u.op in (Ops.ADD, Ops.SUB, Ops.MUL):
+      a, b = self._lane_step(u.src[0]), self._lane_step(u.src[1])
+      if a is None or b is None: return None
+      if u.op is Ops.MUL: return a * u.src[1].arg if u.src[1].op is Ops.CONST else b * u.src[0].arg if u.src[0].op is Ops.CONST else None if a or b else 0
+      return a + b if u.op is Ops.ADD else a - b
+    return vector_step(u, self.lane, self.w)
 
   def _lanes(self, fn: Callable[[int], str]) -> str: return f"({self.vt}){{" + ", ".join(fn(i) for i in range(self.w)) + "}"
 

@@ -273,3 +273,23 @@ def test_gated_contiguous_loads_are_masked_vector_loads(n):
     np.testing.assert_array_equal(out.numpy(), np.pad(x, ((0, 0), pads)) * 2 + np.pad(x, ((0, 0), pads[::-1])))
   wide = Tensor(np.ones((2, 16), np.float32)).realize().pad(((0, 0), (4, 4))) * 2  # rows of 24: vectors of 16 and 8
   assert re.search(r"= mld_f32x\d+\(data1", _render("CPU", create_schedule([wide.uop])[0][-1].ast, None).src)
+
+LANE_TESTS = {  # (fn of (x, labels), shape of x): per-lane bools from ints that move by a constant from lane to lane
+  "one_hot": (lambda x, y: (Tensor.arange(40, device=x.device)[None, :] == y[:, None]).where(x, 0.0), (6, 40)),
+  "causal": (lambda x, y: (Tensor.arange(24, device=x.device)[:, None] >= Tensor.arange(24, device=x.device)[None, :]).where(x, -1.0), (24, 24)),
+  "stepped": (lambda x, y: ((Tensor.arange(26, device=x.device) * 3 - 7 < 20) | (y[:1] > 30)).where(x, 1.5), (3, 26)),
+  "padded": (lambda x, y: x.pad(((0, 0), (1, 1))) * 2, (4, 56)),
+  "int64_far": (lambda x, y: (Tensor.arange(16, device=x.device, dtype=dtypes.int64) + 2**40 < 2**40 + 5).where(x, 0.0), (2, 16)),
+}
+
+@pytest.mark.parametrize("name", list(LANE_TESTS))
+def test_lane_comparisons_are_vector_compares(name):
+  # a comparison of lane indices (a mask, a one-hot label, a causal mask, a pad's edge) is one 32-bit int vector
+  # compare, not a scalar test per lane; ints that may not fit in 32 bits stay lane by lane
+  fn, shape = LANE_TESTS[name]
+  rng = np.random.default_rng(7)
+  a, labels = data(rng, shape, dtypes.float32), rng.integers(0, 40, shape[0]).astype(np.int32)
+  assert_all_equal(results(fn, [(a, dtypes.float32), (labels, dtypes.int32)]), f" ({name})")
+  src = "\n".join(kernel_sources(fn(Tensor(a), Tensor(labels))))
+  vector_compare = re.search(rf"\(\(i32x{W}\){{0, -?\d", src) is not None
+  assert vector_compare == (name != "int64_far"), src
