@@ -156,6 +156,12 @@ def _known_facts(u: UOp) -> None:
     if device is None: device = s.device
   u.__dict__.update(shape=shape, vshape=shape, device=device, tensor_level=True)
 
+def _movement(op: Ops, x: UOp, shape: tuple[int, ...]) -> UOp:
+  """RESHAPE or EXPAND of a concrete tensor-level node to `shape`, with its facts set now (as _known_facts does)."""
+  u = UOp(op, x.dtype, (x,), shape)
+  if "shape" not in u.__dict__: u.__dict__.update(shape=shape, vshape=shape, device=x.device, tensor_level=x.tensor_level)
+  return u
+
 def _arg_key(arg: Any) -> Any:
   """A hashable key for a node's arg. 1, 1.0 and True hash alike, and so do 0.0 and -0.0: key on the type and exact bits
   so distinct constants stay distinct."""
@@ -207,6 +213,7 @@ def wide_dtype(dt: DType) -> DType:
   return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+  if len(shapes) == 2 and shapes[0] == shapes[1]: return tuple(shapes[0])  # the common case
   n = max((len(s) for s in shapes), default=0)
   out = []
   for dims in zip(*[(1,) * (n - len(s)) + tuple(s) for s in shapes]):
@@ -302,10 +309,11 @@ class OpBuilder:
     if self.vshape is not self.shape or any(isinstance(s, UOp) for s in shape): return self._sym_broadcast_to(tuple(shape))
     if self.shape == shape: return self
     if len(self.shape) > len(shape): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
-    x = UOp(Ops.RESHAPE, self.dtype, (self,), (1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
-    broadcast_shape(x.shape, shape)  # sizes that differ, neither 1: its message names both shapes
-    if any(a != b and a != 1 for a, b in zip(x.shape, shape)): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
-    return UOp(Ops.EXPAND, x.dtype, (x,), check_numel(tuple(shape))) if x.shape != shape else x
+    x = _movement(Ops.RESHAPE, self, (1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
+    if any(a != b and a != 1 for a, b in zip(x.shape, shape)):
+      broadcast_shape(x.shape, shape)  # sizes that differ, neither 1: its message names both shapes
+      raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
+    return _movement(Ops.EXPAND, x, check_numel(tuple(shape))) if x.shape != shape else x
   def _sym_broadcast_to(self, shape: tuple):
     """_broadcast_to with symbolic dims. An int target equal to a symbolic dim's storage keeps the dim (callers that
     broadcast by storage shapes); otherwise only a size-1 dim takes a new size."""
