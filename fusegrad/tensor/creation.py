@@ -76,6 +76,7 @@ class CreationMixin(TensorMixin):
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else None
     dtype = _checked_dtype(ends, dtype) if dtype is None or dtypes.is_int(dtype) else dtype
     iota = cls(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n))
+    if type(start) is int and start == 0 and type(step) is int and step == 1: return cls(iota.uop.cast(dtype), **kwargs)  # arange(n): the index itself
     out = (iota.cast(dtype) * step + start) if dtypes.is_int(dtype) or isinstance(step, float) or isinstance(start, float) else (iota * step + start).cast(dtype)
     return cls(out.cast(dtype).uop, **kwargs)
   @classmethod

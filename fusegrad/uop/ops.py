@@ -723,7 +723,11 @@ class UOp(OpBuilder, metaclass=UOpMeta):
     u = UOp(op, dtype, (self,) + src)
     if "shape" not in u.__dict__ and self.tensor_level: _known_facts(u)  # (a kernel's index arithmetic never needs them)
     return u
-  def cast(self, dtype: DType) -> UOp: return self if self.dtype == dtype else UOp(Ops.CAST, dtype, (self,))
+  def cast(self, dtype: DType) -> UOp:
+    if self.dtype == dtype: return self
+    u = UOp(Ops.CAST, dtype, (self,))
+    if "shape" not in u.__dict__ and self.tensor_level: _known_facts(u)
+    return u
 
   # ---- tensor-level properties
   @cached_property
