@@ -263,10 +263,13 @@ class VectorLoop:
     if u.op in MASK_OPS and dtypes.is_int(u.src[0].dtype):
       a, b = (self._int_lanes(s) for s in u.src)
       return f"({a}{MASK_OPS[u.op]}{b})" if a and b else None
-    if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ) and u.src[0].dtype == dtypes.bool:
-      a, b = self.mask(u.src[0]), self.mask(u.src[1])
-      return {Ops.AND: f"({a}&{b})", Ops.OR: f"({a}|{b})", Ops.XOR: f"({a}^{b})", Ops.CMPNE: f"({a}^{b})", Ops.CMPEQ: f"(~({a}^{b}))"}[u.op]
+    if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ) and u.src[0].dtype == dtypes.bool: return self._mask_logic(u)
     return None
+
+  def _mask_logic(self, u: UOp) -> str:
+    """Logic on two bools (AND, OR, XOR, CMPNE, CMPEQ) as a mask vector."""
+    a, b = self.mask(u.src[0]), self.mask(u.src[1])
+    return {Ops.AND: f"({a}&{b})", Ops.OR: f"({a}|{b})", Ops.XOR: f"({a}^{b})", Ops.CMPNE: f"({a}^{b})", Ops.CMPEQ: f"(~({a}^{b}))"}[u.op]
 
   def _int_lanes(self, u: UOp) -> str | None:
     """An int of the loop as a vector of 32-bit lanes, if all its values fit and it moves by a constant step from lane
@@ -322,9 +325,7 @@ class VectorLoop:
     elif u.op is Ops.CAST and (small := self._small_int_load(u.src[0])): expr = small
     elif u.op is Ops.CAST: expr = self._lanes(lambda i: self.cast(self.lane_val(u.src[0], i), u.src[0].dtype, u.dtype))
     elif kind == "m" and u.op in MASK_OPS and u.src[0].dtype == dtypes.float32: expr = f"({self.vec(u.src[0])}{MASK_OPS[u.op]}{self.vec(u.src[1])})"
-    elif kind == "m":  # logic on bools
-      a, b = self.mask(u.src[0]), self.mask(u.src[1])
-      expr = {Ops.AND: f"({a}&{b})", Ops.OR: f"({a}|{b})", Ops.XOR: f"({a}^{b})", Ops.CMPNE: f"({a}^{b})", Ops.CMPEQ: f"(~({a}^{b}))"}[u.op]
+    elif kind == "m": expr = self._mask_logic(u)  # logic on bools
     else: expr = self._alu(u.op, [self.vec(s) for s in u.src] if u.op is not Ops.WHERE else [self.mask(u.src[0]), self.vec(u.src[1]), self.vec(u.src[2])], list(u.src))
     self.names[u] = name = self.new_name()
     self.emit(f"{self.mt if kind == 'm' else f'i16x{w}' if kind == 'h' else vt} {name} = {expr};")

@@ -687,18 +687,7 @@ class UOp(OpBuilder, metaclass=UOpMeta):
     seen: set[UOp] = set()
     order: list[UOp] = []
     stack: list = [self]
-    pop, push, see = stack.pop, stack.append, seen.add
-    if stop is None and srcs is None:  # the common case, without the two tests per node
-      while stack:
-        if (u := pop()) is None:
-          order.append(pop())
-          continue
-        if u in seen: continue
-        see(u)
-        push(u)
-        push(None)
-        stack += u.src[::-1]
-      return order
+    pop, push, see, plain = stack.pop, stack.append, seen.add, stop is None and srcs is None
     while stack:
       if (u := pop()) is None:
         order.append(pop())
@@ -707,7 +696,8 @@ class UOp(OpBuilder, metaclass=UOpMeta):
       see(u)
       push(u)
       push(None)
-      if stop is None or not stop(u): stack += (u.src if srcs is None else srcs(u))[::-1]
+      if plain: stack += u.src[::-1]  # the common case: one test per node instead of three
+      elif stop is None or not stop(u): stack += (u.src if srcs is None else srcs(u))[::-1]
     return order
   def substitute(self, mapping: dict[UOp, UOp]) -> UOp:
     cache: dict[UOp, UOp] = {}
