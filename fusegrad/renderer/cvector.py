@@ -262,6 +262,8 @@ class VectorLoop:
     (a padded read's edge test, a one-hot label test), or logic on such masks; None: lane by lane."""
     if u.op in MASK_OPS and dtypes.is_int(u.src[0].dtype):
       a, b = (self._int_lanes(s) for s in u.src)
+      if a is None and b: a = self._clamped_scalar(u.src[0], u.src[1])
+      if b is None and a: b = self._clamped_scalar(u.src[1], u.src[0])
       return f"({a}{MASK_OPS[u.op]}{b})" if a and b else None
     if u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ) and u.src[0].dtype == dtypes.bool: return self._mask_logic(u)
     return None
@@ -278,6 +280,14 @@ class VectorLoop:
     if self.kind.get(u) is None: return f"(({self.mt}){{}}+(int)({self.r(u)}))"  # a scalar from outside: every lane
     if (step := self._lane_step(u)) is None or abs(step) * self.w >= 2**31: return None
     return f"((({self.mt}){{{', '.join(str(step * i) for i in range(self.w))}}})+(int)({self.lane_val(u, 0)}))"
+
+  def _clamped_scalar(self, x: UOp, lanes: UOp) -> str | None:
+    """x, a scalar from outside the loop that may not fit in 32 bits (an int64 class label), compared with 32-bit lanes of
+    values in [lo, hi]: x clamped to [lo-1, hi+1] compares with every lane as x does, and fits."""
+    lo, hi = lanes.vmin - 1, lanes.vmax + 1
+    if self.kind.get(x) is not None or not (dtypes.is_int(x.dtype) and -2**31 <= lo and hi < 2**31): return None
+    v = self.r(x)
+    return f"(({self.mt}){{}}+(int)({v}<{lo}?{lo}:{v}>{hi}?{hi}:{v}))"
 
   def _lane_step(self, u: UOp) -> int | None:
     """vector_step, also through sums, constant multiples and casts between int types of values that fit in 32 bits

@@ -293,3 +293,18 @@ def test_lane_comparisons_are_vector_compares(name):
   src = "\n".join(kernel_sources(fn(Tensor(a), Tensor(labels))))
   vector_compare = re.search(rf"\(\(i32x{W}\){{0, -?\d", src) is not None
   assert vector_compare == (name != "int64_far"), src
+
+@pytest.mark.parametrize("op", ["eq", "lt", "gt"])
+def test_int64_labels_compare_with_lanes_as_vectors(op):
+  # an int64 label (torch's default for class indices) against 32-bit lane indices: clamped just outside the lanes'
+  # range it compares as itself, so the one-hot test of cross-entropy is one vector compare, even for labels far outside
+  # 32 bits
+  labels = np.array([3, 2**40, -2**40, 39, -1, 0, 2**31, -2**31 - 1], dtype=np.int64)
+  cmp = {"eq": lambda a, b: a == b, "lt": lambda a, b: a < b, "gt": lambda a, b: a > b}[op]
+  def fn(x, y): return cmp(Tensor.arange(40, device=x.device)[None, :], y[:, None]).where(x, -1.0)
+  a = data(np.random.default_rng(3), (8, 40), dtypes.float32)
+  out = results(fn, [(a, dtypes.float32), (labels, dtypes.int64)])
+  assert_all_equal(out)
+  np.testing.assert_array_equal(out["CPU"], np.where(cmp(np.arange(40)[None, :], labels[:, None]), a, -1.0))
+  src = "\n".join(kernel_sources(fn(Tensor(a), Tensor(labels))))
+  assert re.search(rf"\(\(i32x{W}\){{0, 1, 2", src), src
