@@ -72,21 +72,28 @@ def _row_vectors(device: str, n: int) -> int:
   return Budget.of(target).vectors(n) if target.simd_width else 0
 
 _TARGET_CHECK_MAX = 1 << 16
+_valid_targets: list[tuple] = [()]  # (classes, ignore_index, dtype, bytes) of the last buffer of targets found valid
 
 def _check_targets(Y: Tensor, C: int, ignore_index: int) -> None:
   """Raise IndexError, as torch does, for a class index outside [0, C) that is not ignore_index. Only targets whose values
   are cheap to know are checked: a constant, or a realized integer buffer of at most _TARGET_CHECK_MAX elements (read
-  once, no kernel, ~20 ns an element). Realizing lazy targets here (Y_train[samples] in a training step) would add a
-  kernel launch and a wait to every step: the loss graph gives NaN for their bad indices instead."""
-  u = Y.uop
+  once, no kernel, ~50 ns an element; the same bytes again, as when a loop reuses one batch, are one comparison).
+  Realizing lazy targets here (Y_train[samples] in a training step) would add a kernel launch and a wait to every step:
+  the loss graph gives NaN for their bad indices instead."""
+  u, key = Y.uop, ()
   while u.op in (Ops.RESHAPE, Ops.EXPAND): u = u.src[0]
   if u.op is Ops.CONST: vals = {u.arg}
   elif not dtypes.is_int(Y.dtype) or Y.numel() > _TARGET_CHECK_MAX or (b := buffers.buffer_view(Y.uop)) is None: return
   elif not (buf := buffers.buffer_of(b)).is_allocated: return
-  else: vals = set(buf.as_memoryview().cast(Y.dtype.fmt))
-  if bad := sorted(v for v in vals if v != ignore_index and not 0 <= v < C):
-    raise IndexError(f"target class {bad[0]} is out of bounds for {C} classes (valid: 0 to {C - 1}, or ignore_index={ignore_index}); "
-                     f"target shape {Y.shape}")
+  else:
+    key = (C, ignore_index, Y.dtype, bytes(buf.as_memoryview()))
+    if key == _valid_targets[0]: return
+    vals = set(memoryview(key[-1]).cast(Y.dtype.fmt))
+  if not (bad := sorted(v for v in vals if v != ignore_index and not 0 <= v < C)):
+    if key: _valid_targets[0] = key
+    return
+  raise IndexError(f"target class {bad[0]} is out of bounds for {C} classes (valid: 0 to {C - 1}, or ignore_index={ignore_index}); "
+                   f"target shape {Y.shape}")
 
 class NNMixin(TensorMixin):
   # ---------------- softmax and friends

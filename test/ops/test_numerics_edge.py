@@ -232,6 +232,17 @@ def test_loss_target_in_range_ok():
   assert np.isclose(x.sparse_categorical_crossentropy(Tensor(np.array([0, -1, 3]))).item(), math.log(4))
   assert np.isclose(x.cross_entropy(Tensor(np.array([0, 7, 3])), ignore_index=7).item(), math.log(4))
 
+def test_loss_target_check_rereads_changed_targets():
+  # valid targets are remembered by their bytes: a write into the same buffer, or fewer classes, is checked again
+  x = Tensor.zeros(3, 4)
+  y = Tensor(np.array([0, 1, 2])).realize()
+  assert np.isclose(x.cross_entropy(y).item(), math.log(4))
+  assert np.isclose(x.cross_entropy(y).item(), math.log(4))
+  y.assign(Tensor(np.array([0, 4, 2]))).realize()
+  with pytest.raises(IndexError, match="target class 4"): x.cross_entropy(y).item()
+  with pytest.raises(IndexError, match="target class 2"): Tensor.zeros(3, 2).cross_entropy(Tensor(np.array([0, 1, 2]))).item()
+  assert np.isclose(Tensor.zeros(3, 2).cross_entropy(Tensor(np.array([0, 1, 2])), ignore_index=2).item(), math.log(2))
+
 def test_loss_target_out_of_range_lazy_is_nan():
   # targets not realized yet are not read back (that would add a kernel and a wait per step): the loss is NaN instead
   x = Tensor.zeros(3, 4)
