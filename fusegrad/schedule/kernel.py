@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fusegrad.buffers import buffer_of, buffer_view
 from fusegrad.dtype import dtypes
-from fusegrad.uop.ops import Ops, UOp, sym_node
+from fusegrad.uop.ops import PERMUTED_STORE, Ops, UOp, sym_node
 
 @dataclass(frozen=True)
 class ScheduleItem:
-  ast: UOp               # SINK(STORE(DEFINE_GLOBAL(0), value[, ASSIGN placement])) or SINK(COPY)
+  ast: UOp               # SINK(STORE(DEFINE_GLOBAL(0), value[, ASSIGN or PERMUTE placement])) or SINK(COPY)
   bufs: tuple            # Buffer objects; bufs[i] is DEFINE_GLOBAL(i)
   device: str
   var_vals: tuple = ()   # ((DEFINE_VAR, value), ...) bound for this launch
@@ -61,6 +61,8 @@ def build_kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> tuple[ScheduleIt
   if u.op is Ops.ASSIGN:  # only value's elements are stored, at `start` along dim arg of the target's shape
     place = UOp(Ops.ASSIGN, dtypes.void, (index[u.src[2]],), (u.arg, u.shape))
     store = UOp(Ops.STORE, dtypes.void, (g0, index[u.src[1]], place))
+  elif u.op is Ops.CONTIGUOUS and u.arg == PERMUTED_STORE:  # loops in the order of the value before its permute
+    store = UOp(Ops.STORE, dtypes.void, (g0, index[u.src[0].src[0]], UOp(Ops.PERMUTE, dtypes.void, (), u.src[0].arg)))
   else: store = UOp(Ops.STORE, dtypes.void, (g0, index[u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u]))
   ast = UOp(Ops.SINK, dtypes.void, (store,))
   return ScheduleItem(ast, tuple(bufs), u.device, tuple((v, b.src[1].arg) for v, b in var_vals.items())), tuple(var_vals.values())

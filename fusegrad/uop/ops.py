@@ -175,6 +175,8 @@ def _arg_key(arg: Any) -> Any:
   if isinstance(arg, (bool, int)): return (type(arg), arg)
   return arg
 
+PERMUTED_STORE = "permuted store"  # the arg of permuted_contiguous's CONTIGUOUS
+
 class UOpMeta(type):
   ucache = WeakValueCache()  # key -> node, held weakly: a graph nobody uses is freed
   def __call__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple = (), arg: Any = None):
@@ -617,6 +619,10 @@ class OpBuilder:
     u = self
     while u.op is Ops.RESHAPE: u = u.src[0]
     return self if u.op is Ops.BUFFER else UOp(Ops.CONTIGUOUS, self.dtype, (self,))
+  def permuted_contiguous(self, order: tuple[int, ...]):
+    """self.permute(order) in a buffer of its own, computed in self's loop order with the stores moving through the
+    permutation (a channels-last convolution keeps its vector loop over output channels and stores NCHW directly)."""
+    return UOp(Ops.CONTIGUOUS, self.dtype, (self.permute(order),), PERMUTED_STORE)
   def to(self, device: str | None):
     return self if device == self.device else UOp(Ops.COPY, self.dtype, (self.contiguous(), UOp.device_node(device)))
 

@@ -140,18 +140,22 @@ def verify_kernel(ast: UOp) -> None:
   stores = set(ast.src)
   for s in ast.src:
     if s.op is not Ops.STORE: raise ValueError(f"invalid kernel: every source of the SINK must be a STORE, got {s.op.name}")
+  permuted = {s.src[2] for s in ast.src if len(s.src) == 3 and s.src[2].op is Ops.PERMUTE}  # placements, checked with their STORE
   def check(u: UOp):
     op = u.op
+    if u in permuted: return
     if op in TENSOR_ONLY: _err(u, "is a tensor-level op and cannot appear in a kernel")
     if op in LOWERED: _err(u, "is a lowered op; a kernel AST is lowered by codegen")
     if op is Ops.SINK and u is not ast: _err(u, "a SINK can only be the root")
     if op is Ops.STORE:
       if u not in stores: _err(u, "a STORE must be a direct source of the kernel's SINK")
-      if len(u.src) not in (2, 3) or u.src[0].op is not Ops.DEFINE_GLOBAL or (len(u.src) == 3 and u.src[2].op is not Ops.ASSIGN):
-        _err(u, "needs (DEFINE_GLOBAL, value[, ASSIGN placement]) sources")
+      if len(u.src) not in (2, 3) or u.src[0].op is not Ops.DEFINE_GLOBAL or (len(u.src) == 3 and u.src[2].op not in (Ops.ASSIGN, Ops.PERMUTE)):
+        _err(u, "needs (DEFINE_GLOBAL, value[, ASSIGN or PERMUTE placement]) sources")
       buf, val, *place = u.src
       if val.dtype.base != buf.dtype.base: _err(u, f"stores a {val.dtype} value into a {buf.dtype} buffer")
-      if place:  # an in-place slice write: value has the target's shape but n along dim d, inside the buffer
+      if place and place[0].op is Ops.PERMUTE:  # value stored permuted: the order must name each of its dims once
+        if sorted(place[0].arg) != list(range(len(_shape_of(val)))): _err(u, f"permutes a {_shape_of(val)} value by {place[0].arg}")
+      elif place:  # an in-place slice write: value has the target's shape but n along dim d, inside the buffer
         d, shape = place[0].arg
         vs = _shape_of(val)
         if len(vs) != len(shape) or any(a != b for i, (a, b) in enumerate(zip(vs, shape)) if i != d) or vs[d] > shape[d] or prod(shape) != buf.dtype.size:

@@ -310,3 +310,22 @@ class TestNestedReduces:
     out = x.conv2d(w).relu().max_pool2d(2)
     assert count(out) == 2
     close(out, np.full((1, 2, 2, 2), 9.0))
+
+def test_permuted_store_loops_in_the_values_order():
+  # permuted_contiguous: one kernel whose loops follow the value (a reduce over rows here, outputs along its columns) and
+  # whose stores walk the permuted buffer; the same numbers on CPU (vector lanes stored one by one), NOOPT and PYTHON
+  from fusegrad import Context
+  from fusegrad.engine import realize as realize_mod
+  xn = np.arange(2 * 5 * 12, dtype=np.float32).reshape(2, 5, 12) / 7
+  want = (xn * 2 + 1).sum(1).T
+  outs = []
+  for device, noopt in (("CPU", 0), ("CPU", 1), ("PYTHON", 0)):
+    realize_mod._programs.clear()  # NOOPT is read at compile time
+    with Context(NOOPT=noopt):
+      x = Tensor(xn, device=device).realize()
+      t = Tensor(((x * 2 + 1).sum(1)).uop.permuted_contiguous((1, 0)))
+      items = create_schedule([t.uop])[0]
+      assert len(items) == 1 and items[0].ast.src[0].src[2].op is Ops.PERMUTE
+      outs.append(t.numpy())
+  realize_mod._programs.clear()
+  for got in outs: np.testing.assert_allclose(got, want, rtol=1e-6)

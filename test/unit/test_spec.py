@@ -161,6 +161,13 @@ class TestMalformedTensorGraph:
     bad_tensor(good_on_top, r"^invalid tensor graph: PERMUTE")
 
 class TestMalformedKernel:
+  def test_permuted_store_names_each_dim_once(self):
+    v = mop(Ops.RESHAPE, glob(6, F, 1), (2, 3))
+    def permuted(order): return sink(UOp(Ops.STORE, dtypes.void, (glob(6), v, UOp(Ops.PERMUTE, dtypes.void, (), order))))
+    verify_kernel(permuted((1, 0)))
+    bad_kernel(permuted((0, 0)), r"permutes a \(2, 3\) value by \(0, 0\)")
+    bad_kernel(permuted((1, 0, 2)), r"permutes")
+
   def test_root_must_be_sink_of_stores(self):
     v = mop(Ops.RESHAPE, glob(6, F, 1), (2, 3))
     bad_kernel(UOp(Ops.STORE, dtypes.void, (glob(6), v)), r"root must be a SINK")
