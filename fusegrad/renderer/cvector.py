@@ -282,10 +282,11 @@ class VectorLoop:
     return f"((({self.mt}){{{', '.join(str(step * i) for i in range(self.w))}}})+(int)({self.lane_val(u, 0)}))"
 
   def _clamped_scalar(self, x: UOp, lanes: UOp) -> str | None:
-    """x, a scalar from outside the loop that may not fit in 32 bits (an int64 class label), compared with 32-bit lanes of
-    values in [lo, hi]: x clamped to [lo-1, hi+1] compares with every lane as x does, and fits."""
+    """x, a signed scalar from outside the loop that may not fit in 32 bits (an int64 class label), compared with 32-bit
+    lanes of values in [lo, hi]: x clamped to [lo-1, hi+1] compares with every lane as x does, and fits. (Unsigned x
+    stays lane by lane: C would compare it with a negative bound as unsigned.)"""
     lo, hi = lanes.vmin - 1, lanes.vmax + 1
-    if self.kind.get(x) is not None or not (dtypes.is_int(x.dtype) and -2**31 <= lo and hi < 2**31): return None
+    if self.kind.get(x) is not None or not (dtypes.is_int(x.dtype) and not dtypes.is_unsigned(x.dtype) and -2**31 <= lo and hi < 2**31): return None
     v = self.r(x)
     return f"(({self.mt}){{}}+(int)({v}<{lo}?{lo}:{v}>{hi}?{hi}:{v}))"
 

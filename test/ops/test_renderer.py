@@ -308,3 +308,9 @@ def test_int64_labels_compare_with_lanes_as_vectors(op):
   np.testing.assert_array_equal(out["CPU"], np.where(cmp(np.arange(40)[None, :], labels[:, None]), a, -1.0))
   src = "\n".join(kernel_sources(fn(Tensor(a), Tensor(labels))))
   assert re.search(rf"\(\(i32x{W}\){{0, 1, 2", src), src
+  # unsigned labels against unsigned lanes compare as unsigned (lane by lane: a bound of -1 would compare as 2**64 - 1)
+  ulabels = np.array([0, 3, 39, 40, 2**63 + 3, 2**40, 7, 1], dtype=np.uint64)
+  def ufn(x, y): return cmp(Tensor.arange(40, device=x.device).cast(dtypes.uint64)[None, :], y[:, None]).where(x, -1.0)
+  uout = results(ufn, [(a, dtypes.float32), (ulabels, dtypes.uint64)])
+  assert_all_equal(uout)
+  np.testing.assert_array_equal(uout["CPU"], np.where(cmp(np.arange(40, dtype=np.uint64)[None, :], ulabels[:, None]), a, -1.0))
