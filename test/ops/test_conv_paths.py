@@ -106,10 +106,10 @@ def test_stride1_input_gradient_has_no_window_sized_buffer():
   assert max(b.size for si in items for b in si.bufs) <= 4 * np.prod(xs)
 
 def test_weight_gradient_tiles_registers_for_a_five_wide_kernel():
-  # a 5x5 weight gradient reduces batch x image columns in lanes; 5 kernel columns have no divisor to tile, so the
-  # input channels are tiled, and the output channels on top
-  items = _schedule((8, 8, 12, 12), (16, 8, 5, 5))
-  wgrad = next(si for si in items if si.bufs[0].size == 16 * 8 * 25 and len(si.bufs) == 3)  # reads both operands
+  # with output channels that do not fill vectors (12), a 5x5 weight gradient reduces batch x image columns in lanes;
+  # 5 kernel columns have no divisor to tile, so the input channels are tiled, and the output channels on top
+  items = _schedule((8, 8, 12, 12), (12, 8, 5, 5))
+  wgrad = next(si for si in items if si.bufs[0].size == 12 * 8 * 25 and len(si.bufs) == 3)  # reads both operands
   opt = choose(lower_and_simplify(wgrad.ast), Device[wgrad.device].renderer)
   assert opt.kind == "LANES" and opt.upcast > 1 and opt.upcast2 > 1, opt
 
@@ -118,8 +118,8 @@ def test_weight_gradient_prefers_outputs_per_load_to_lanes(width, regs, want):
   # with 16 registers (AVX2) two vectors of lanes left room for 4 x 2 outputs only; one vector of lanes with 4 x 4
   # outputs ran 1.7x faster. AVX-512's 32 registers hold 4 x 4 outputs of two vectors each.
   from types import SimpleNamespace
-  items = _schedule((8, 8, 12, 12), (16, 8, 5, 5))
-  wgrad = next(si for si in items if si.bufs[0].size == 16 * 8 * 25 and len(si.bufs) == 3)
+  items = _schedule((8, 8, 12, 12), (12, 8, 5, 5))
+  wgrad = next(si for si in items if si.bufs[0].size == 12 * 8 * 25 and len(si.bufs) == 3)
   opt = choose(lower_and_simplify(wgrad.ast), SimpleNamespace(simd_width=width, vector_registers=regs))
   assert (opt.kind, opt.arg, opt.upcast, opt.upcast2) == ("LANES", *want), opt
 
@@ -210,3 +210,47 @@ def test_staged_tiles_outside_the_rows_match_noopt(opt):
   want = np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32).copy()
   get_program(si.device, si.ast, opt)(mems, [])
   np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), want, rtol=1e-5, atol=1e-5)
+
+WGRAD_CASES = [  # x shape, w shape, kwargs: the batch in chunks of about 3200 images x output pixels, groups, strides, dilation
+  ((16, 8, 8, 8), (16, 8, 5, 5), dict(padding=2)),
+  ((7, 3, 50, 40), (8, 3, 4, 5), dict(stride=(1, 2), padding=1)),  # 3200 // 931 = 3 images a chunk; 7 is prime: 1
+  ((4, 8, 9, 9), (16, 4, 5, 4), dict(groups=2, dilation=(1, 2), padding=(2, 3))),
+  ((2, 1, 12, 12), (24, 1, 5, 5), dict()),
+  ((0, 3, 8, 8), (8, 3, 5, 5), dict()),
+]
+
+@pytest.mark.parametrize("xs,ws,kw", WGRAD_CASES)
+def test_weight_gradient_with_channels_in_lanes_matches_torch(xs, ws, kw):
+  # _wgrad_channels_last (channels in vector lanes, summed in chunks of the batch), called directly so that every host
+  # tests it, whatever form its own targets pick; on CPU, NOOPT and PYTHON
+  from fusegrad.tensor.nn import _wgrad_channels_last
+  rng = np.random.default_rng(5)
+  xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
+  tx, tw = torch.tensor(xn), torch.tensor(wn, requires_grad=True)
+  out = F.conv2d(tx, tw, **kw)
+  gn = rng.standard_normal(out.shape, dtype=np.float32)
+  out.backward(torch.tensor(gn))
+  pad = kw.get("padding", 0)
+  pads = [(p, p) for p in ((pad,) * 2 if isinstance(pad, int) else pad)]
+  s_, d_ = (lambda v: (v,) * 2 if isinstance(v, int) else v)(kw.get("stride", 1)), (lambda v: (v,) * 2 if isinstance(v, int) else v)(kw.get("dilation", 1))
+  for device, noopt in (("CPU", 0), ("CPU", 1), ("PYTHON", 0)):
+    realize_mod._programs.clear()
+    with Context(NOOPT=noopt):
+      xp = Tensor(xn, device=device).pad(((0, 0), (0, 0), *pads))
+      got = _wgrad_channels_last(Tensor(gn, device=device), xp, ws, kw.get("groups", 1), s_, d_).numpy()
+    np.testing.assert_allclose(got, tw.grad.numpy(), rtol=1e-4, atol=1e-4, err_msg=f"{device} NOOPT={noopt}")
+  realize_mod._programs.clear()
+
+def test_weight_gradient_form_follows_the_targets_registers():
+  # 16 registers: a 4x4 batch-last tile of a 5x5 kernel spills, so channels go in lanes with the kernel's 5 columns as
+  # the tile's rows; 3 columns are too few rows, 7 too many, and 32 registers (AVX-512) hold the batch-last tile
+  from types import SimpleNamespace
+  from fusegrad.tensor.nn import _wgrad_by_channels
+  def target(width, regs, threads=False): return SimpleNamespace(simd_width=width, vector_registers=regs, has_threads=threads)
+  avx2, avx512, sse, gpu = target(8, 16), target(16, 32), target(4, 16), target(0, 0, True)
+  assert _wgrad_by_channels(avx2, 32, (5, 5), (20, 20)) and _wgrad_by_channels(sse, 32, (5, 5), (20, 20))
+  assert _wgrad_by_channels(avx2, 32, (5, 4), (20, 20))
+  assert not _wgrad_by_channels(avx2, 32, (3, 3), (20, 20)) and not _wgrad_by_channels(avx2, 32, (7, 7), (20, 20))
+  assert not _wgrad_by_channels(avx2, 12, (5, 5), (20, 20))  # channels that do not fill vectors
+  assert not _wgrad_by_channels(avx2, 32, (5, 5), (112, 112)) and not _wgrad_by_channels(avx2, 32, (5, 5), (0, 4))
+  assert not _wgrad_by_channels(avx512, 32, (5, 5), (20, 20)) and not _wgrad_by_channels(gpu, 32, (5, 5), (20, 20))
