@@ -230,14 +230,14 @@ def test_weight_gradient_with_channels_in_lanes_matches_torch(xs, ws, kw):
   out = F.conv2d(tx, tw, **kw)
   gn = rng.standard_normal(out.shape, dtype=np.float32)
   out.backward(torch.tensor(gn))
-  pad = kw.get("padding", 0)
-  pads = [(p, p) for p in ((pad,) * 2 if isinstance(pad, int) else pad)]
-  s_, d_ = (lambda v: (v,) * 2 if isinstance(v, int) else v)(kw.get("stride", 1)), (lambda v: (v,) * 2 if isinstance(v, int) else v)(kw.get("dilation", 1))
+  def pair(key, default):
+    v = kw.get(key, default)
+    return (v, v) if isinstance(v, int) else v
   for device, noopt in (("CPU", 0), ("CPU", 1), ("PYTHON", 0)):
     realize_mod._programs.clear()
     with Context(NOOPT=noopt):
-      xp = Tensor(xn, device=device).pad(((0, 0), (0, 0), *pads))
-      got = _wgrad_channels_last(Tensor(gn, device=device), xp, ws, kw.get("groups", 1), s_, d_).numpy()
+      xp = Tensor(xn, device=device).pad(((0, 0), (0, 0), *((p, p) for p in pair("padding", 0))))
+      got = _wgrad_channels_last(Tensor(gn, device=device), xp, ws, kw.get("groups", 1), pair("stride", 1), pair("dilation", 1)).numpy()
     np.testing.assert_allclose(got, tw.grad.numpy(), rtol=1e-4, atol=1e-4, err_msg=f"{device} NOOPT={noopt}")
   realize_mod._programs.clear()
 
