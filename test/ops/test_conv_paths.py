@@ -211,19 +211,21 @@ def test_staged_tiles_outside_the_rows_match_noopt(opt):
   get_program(si.device, si.ast, opt)(mems, [])
   np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), want, rtol=1e-5, atol=1e-5)
 
-WGRAD_CASES = [  # x shape, w shape, kwargs: the batch in chunks of about 3200 images x output pixels, groups, strides, dilation
-  ((16, 8, 8, 8), (16, 8, 5, 5), dict(padding=2)),
-  ((7, 3, 50, 40), (8, 3, 4, 5), dict(stride=(1, 2), padding=1)),  # 3200 // 931 = 3 images a chunk; 7 is prime: 1
+WGRAD_CASES = [  # x shape, w shape, kwargs; with chunks of 100 images x output pixels (WGRAD_CHUNK is 3200)
+  ((12, 4, 6, 6), (8, 4, 5, 5), dict(padding=1)),  # 16 pixels: 6 images a chunk, 2 chunks
+  ((7, 3, 10, 12), (8, 3, 4, 5), dict(stride=(1, 2), padding=1)),  # 45 pixels: 2 images, but 7 is prime: 7 chunks of 1
   ((4, 8, 9, 9), (16, 4, 5, 4), dict(groups=2, dilation=(1, 2), padding=(2, 3))),
   ((2, 1, 12, 12), (24, 1, 5, 5), dict()),
-  ((0, 3, 8, 8), (8, 3, 5, 5), dict()),
+  ((3, 2, 6, 6), (8, 2, 5, 5), dict()),  # one chunk
+  ((0, 3, 8, 8), (8, 3, 5, 5), dict()),  # no images: no chunks
 ]
 
 @pytest.mark.parametrize("xs,ws,kw", WGRAD_CASES)
-def test_weight_gradient_with_channels_in_lanes_matches_torch(xs, ws, kw):
+def test_weight_gradient_with_channels_in_lanes_matches_torch(xs, ws, kw, monkeypatch):
   # _wgrad_channels_last (channels in vector lanes, summed in chunks of the batch), called directly so that every host
   # tests it, whatever form its own targets pick; on CPU, NOOPT and PYTHON
-  from fusegrad.tensor.nn import _wgrad_channels_last
+  from fusegrad.tensor import nn as tnn
+  monkeypatch.setattr(tnn, "WGRAD_CHUNK", 100)
   rng = np.random.default_rng(5)
   xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
   tx, tw = torch.tensor(xn), torch.tensor(wn, requires_grad=True)
@@ -237,7 +239,7 @@ def test_weight_gradient_with_channels_in_lanes_matches_torch(xs, ws, kw):
     realize_mod._programs.clear()
     with Context(NOOPT=noopt):
       xp = Tensor(xn, device=device).pad(((0, 0), (0, 0), *((p, p) for p in pair("padding", 0))))
-      got = _wgrad_channels_last(Tensor(gn, device=device), xp, ws, kw.get("groups", 1), pair("stride", 1), pair("dilation", 1)).numpy()
+      got = tnn._wgrad_channels_last(Tensor(gn, device=device), xp, ws, kw.get("groups", 1), pair("stride", 1), pair("dilation", 1)).numpy()
     np.testing.assert_allclose(got, tw.grad.numpy(), rtol=1e-4, atol=1e-4, err_msg=f"{device} NOOPT={noopt}")
   realize_mod._programs.clear()
 
