@@ -100,8 +100,6 @@ def _wgrad_channels_last(g: Tensor, xp: Tensor, w_shape: tuple, groups: int, s_:
   total = part.reshape(part.shape[1:]) if bs == bc else part.contiguous().sum(0)  # (no images: no chunks, zeros)
   return type(g)(total.uop.permuted_contiguous((0, 2 + n, *range(1, 2 + n)))).reshape(cout, cin, *k_)
 
-PERMUTED_STORE_MIN_SUM = 64  # products summed per convolution output for it to store NCHW from a channels-last loop
-
 def _row_vectors(device: str, n: int) -> int:
   """SIMD vectors of the device's target that hold an n-wide image row (0 where the target has none)."""
   from fusegrad.device import Device
@@ -338,14 +336,9 @@ class NNMixin(TensorMixin):
       wt = weight.reshape(groups, rcout, cin, *k_).permute(0, 2, *range(3, 3 + n), 1).contiguous()
       wt = wt.permute(0, 2 + n, 1, *range(2, 2 + n)).reshape(1, groups, *(1,) * n, rcout, cin, *k_)
       red = (xw.reshape(bs, groups, *o_, 1, cin, *k_) * wt).sum(tuple(range(-1 - n, 0)), dtype=dtype)  # (bs, g, *o, rcout)
-      # its own buffer, computed in this channels-last loop order (fused into a reader, it would be computed in that
-      # reader's channels-first order). When training, the output is read several times (batchnorm's statistics, the
-      # backward pass): it is stored NCHW lane by lane, so each reader walks rows instead of gathering (the MNIST step
-      # 2-5% faster). Read once (inference), the one reader's gathers cost what scattered stores would, and a short sum
-      # per output (an image's first layer, 1 channel x 5x5: 0.8 -> 2.2 ms) cannot hide scattered stores at all
-      order = (0, 1, 2 + n, *range(2, 2 + n))
-      if weight.requires_grad and cin * prod(k_) >= PERMUTED_STORE_MIN_SUM: red = type(red)(red.uop.permuted_contiguous(order))
-      else: red = red.contiguous().permute(order)
+      # its own buffer: fused into a single reader, it would be computed in that reader's channels-first loop order.
+      # (Stored NCHW from this loop instead, lane by lane, it was no faster: see docs/performance.md, Convolutions)
+      red = red.contiguous().permute(0, 1, 2 + n, *range(2, 2 + n))
     else:
       w = weight.reshape(1, groups, rcout, *(1,) * n, cin, *k_)
       red = (xw.reshape(bs, groups, 1, *o_, cin, *k_) * w).sum(tuple(range(-1 - n, 0)), dtype=dtype)  # (bs, g, rcout, *o)

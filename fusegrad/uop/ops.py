@@ -621,7 +621,8 @@ class OpBuilder:
     return self if u.op is Ops.BUFFER else UOp(Ops.CONTIGUOUS, self.dtype, (self,))
   def permuted_contiguous(self, order: tuple[int, ...]):
     """self.permute(order) in a buffer of its own, computed in self's loop order with the stores moving through the
-    permutation (a channels-last convolution keeps its vector loop over output channels and stores NCHW directly)."""
+    permutation (a weight gradient computed with the output channels innermost, in vector lanes, stores the weight's
+    (cout, cin, *k) layout directly)."""
     return UOp(Ops.CONTIGUOUS, self.dtype, (self.permute(order),), PERMUTED_STORE)
   def to(self, device: str | None):
     return self if device == self.device else UOp(Ops.COPY, self.dtype, (self.contiguous(), UOp.device_node(device)))
