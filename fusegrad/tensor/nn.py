@@ -67,31 +67,33 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
     return gx, gw
   return vjp
 
-WGRAD_CHUNK = 3200  # images x output pixels summed into one partial weight gradient (see _wgrad_channels_last)
+WGRAD_BLOCK = 102_400  # floats of output gradient summed into one partial weight gradient (see _wgrad_channels_last)
 
 def _wgrad_by_channels(target, rcout: int, k_: tuple[int, ...], o_: tuple[int, ...]) -> bool:
   """Whether a weight gradient is computed with output channels in vector lanes (_wgrad_channels_last) rather than
-  batch-last (lanes along the batch). On a target with 16 vector registers (AVX2), the batch-last 4 x 4 register tile of
-  a 5x5 kernel spills and loads two vectors per FMA (26-27 ms on MNIST's 32-channel 5x5 layer, 1 input channel: 4.5 ms);
-  channels in lanes, kernel columns as rows, it is a matmul tile of 5 rows x 2 vectors (20 and 2.3 ms). The columns
-  must make such a tile: under 4 rows leave too few accumulators to hide the FMA latency (a 64-channel 3x3 layer: 4.8
-  -> 6.1 ms, 13 -> 22 ms at 56x56), more than the tile's rows do not fit it (7 columns: 7 rows x 1 vector, 2.1 -> 2.4
-  ms). A large image's chunk of one image no longer fits L2. 32 registers (AVX-512) hold the batch-last tile without
-  spilling, as measured there; GPUs keep it too."""
+  batch-last (lanes along the batch): a matmul register tile with the kernel columns as its rows. The columns must fill
+  such a tile. With 16 vector registers (AVX2) the batch-last 4 x 4 tile spills and loads two vectors per FMA (MNIST's
+  32-channel 5x5 layer 26-27 -> 20 ms on Zen 3), but 3 columns leave too few accumulators (3 rows x 2 vectors: 3x3
+  layers 0.7-0.9x as fast, Zen 3 and Sapphire Rapids), and 7 did not fit one (2.1 -> 2.4 ms on Zen 3). With 32
+  (AVX-512), where the columns' tile has up to 4 vectors a row, it was 1.1-2.1x as fast for every 3x3, 5x5 and 7x7
+  layer measured (Sapphire Rapids: MNIST's 5x5 15.2 -> 7.4 ms, ResNet's 3x3 at 56x56 8 -> 5.8 ms, 256 channels at 14x14
+  7.9 -> 7.1 ms). A chunk must hold an image: one too large for L2 keeps the batch-last form. GPUs keep it too."""
   from fusegrad.codegen.opt import Budget
-  if not target.simd_width or target.has_threads or target.vector_registers >= 32: return False
+  if not target.simd_width or target.has_threads: return False
   budget = Budget.of(target)
-  return rcout % budget.width == 0 and 4 <= k_[-1] <= budget.rows(2 * budget.width) and 0 < prod(o_) <= 2 * WGRAD_CHUNK
+  lo, hi = (3, budget.rows(budget.width)) if target.vector_registers >= 32 else (4, budget.rows(2 * budget.width))
+  return rcout % budget.width == 0 and lo <= k_[-1] <= hi and 0 < prod(o_) * rcout <= 2 * WGRAD_BLOCK
 
 def _wgrad_channels_last(g: Tensor, xp: Tensor, w_shape: tuple, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]) -> Tensor:
   """A convolution's weight gradient as a matmul whose vector lanes are output channels: each image pixel's window of
   the input (broadcast) times the output gradient's channels there, from a channels-last copy of it. It is summed in
-  partial gradients over chunks of about WGRAD_CHUNK images x pixels, so the block of output gradient that every input
-  channel and kernel row reads again stays in L2 (unchunked, the 5x5 MNIST layer read it from memory: 42 ms), then the
-  partials are summed, and the result is stored in the weight's layout from its own loop."""
+  partial gradients over chunks of images holding about WGRAD_BLOCK floats of output gradient per group, so the block
+  that every input channel and kernel row reads again stays in L2 (unchunked, the 5x5 MNIST layer read it from memory:
+  42 ms; chunks sized in images x pixels rather than floats left 128- and 256-channel blocks of 1.6 and 3.2 MB, 1.2-1.4x
+  slower), then the partials are summed, and the result is stored in the weight's layout from its own loop."""
   bs, (cout, cin, *k_), n, o_ = xp.shape[0], w_shape, len(w_shape) - 2, g.shape[2:]
   rcout = cout // groups
-  bc = max(1, min(bs, WGRAD_CHUNK // prod(o_)))
+  bc = max(1, min(bs, WGRAD_BLOCK // (prod(o_) * rcout)))
   while bs % bc: bc -= 1
   gt = g.permute(0, *range(2, 2 + n), 1).contiguous().reshape(bs // bc, bc, *o_, groups, 1, *(1,) * n, rcout)
   xw = xp._pool(k_, s_, d_).reshape(bs // bc, bc, groups, cin, *o_, *k_)

@@ -205,11 +205,12 @@ def test_staged_tiles_outside_the_rows_match_noopt(opt):
   get_program(si.device, si.ast, opt)(mems, [])
   np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), want, rtol=1e-5, atol=1e-5)
 
-WGRAD_CASES = [  # x shape, w shape, kwargs; with chunks of 100 images x output pixels (WGRAD_CHUNK is 3200)
+WGRAD_CASES = [  # x shape, w shape, kwargs; chunks of 800 floats of output gradient per group (WGRAD_BLOCK is 102400):
+  # 100 images x pixels for 8 channels
   ((12, 4, 6, 6), (8, 4, 5, 5), dict(padding=1)),  # 16 pixels: 6 images a chunk, 2 chunks
   ((7, 3, 10, 12), (8, 3, 4, 5), dict(stride=(1, 2), padding=1)),  # 45 pixels: 2 images, but 7 is prime: 7 chunks of 1
   ((4, 8, 9, 9), (16, 4, 5, 4), dict(groups=2, dilation=(1, 2), padding=(2, 3))),
-  ((2, 1, 12, 12), (24, 1, 5, 5), dict()),
+  ((2, 1, 12, 12), (24, 1, 5, 5), dict()),  # 64 pixels x 24 channels: over a chunk, so one image each
   ((3, 2, 6, 6), (8, 2, 5, 5), dict()),  # one chunk
   ((0, 3, 8, 8), (8, 3, 5, 5), dict()),  # no images: no chunks
 ]
@@ -219,7 +220,7 @@ def test_weight_gradient_with_channels_in_lanes_matches_torch(xs, ws, kw, monkey
   # _wgrad_channels_last (channels in vector lanes, summed in chunks of the batch), called directly so that every host
   # tests it, whatever form its own targets pick; on CPU, NOOPT and PYTHON
   from fusegrad.tensor import nn as tnn
-  monkeypatch.setattr(tnn, "WGRAD_CHUNK", 100)
+  monkeypatch.setattr(tnn, "WGRAD_BLOCK", 800)
   rng = np.random.default_rng(5)
   xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
   tx, tw = torch.tensor(xn), torch.tensor(wn, requires_grad=True)
@@ -238,8 +239,9 @@ def test_weight_gradient_with_channels_in_lanes_matches_torch(xs, ws, kw, monkey
   realize_mod._programs.clear()
 
 def test_weight_gradient_form_follows_the_targets_registers():
-  # 16 registers: a 4x4 batch-last tile of a 5x5 kernel spills, so channels go in lanes with the kernel's 5 columns as
-  # the tile's rows; 3 columns are too few rows, 7 too many, and 32 registers (AVX-512) hold the batch-last tile
+  # channels go in lanes where the kernel's columns make the rows of a matmul register tile: with 16 registers 4 or 5
+  # (a 4x4 batch-last tile of a 5x5 kernel spills; 3 rows are too few accumulators, 7 too many rows), with 32 (AVX-512)
+  # 3 to 8; channels must fill vectors, and a chunk of the batch must hold an image's output gradient
   from types import SimpleNamespace
   from fusegrad.tensor.nn import _wgrad_by_channels
   def target(width, regs, threads=False): return SimpleNamespace(simd_width=width, vector_registers=regs, has_threads=threads)
@@ -249,4 +251,8 @@ def test_weight_gradient_form_follows_the_targets_registers():
   assert not _wgrad_by_channels(avx2, 32, (3, 3), (20, 20)) and not _wgrad_by_channels(avx2, 32, (7, 7), (20, 20))
   assert not _wgrad_by_channels(avx2, 12, (5, 5), (20, 20))  # channels that do not fill vectors
   assert not _wgrad_by_channels(avx2, 32, (5, 5), (112, 112)) and not _wgrad_by_channels(avx2, 32, (5, 5), (0, 4))
-  assert not _wgrad_by_channels(avx512, 32, (5, 5), (20, 20)) and not _wgrad_by_channels(gpu, 32, (5, 5), (20, 20))
+  assert all(_wgrad_by_channels(avx512, 32, (k, k), (20, 20)) for k in (3, 5, 7)) and _wgrad_by_channels(avx512, 16, (3, 3), (8, 8))
+  assert not _wgrad_by_channels(avx512, 32, (1, 1), (20, 20)) and not _wgrad_by_channels(avx512, 32, (9, 9), (20, 20))
+  assert not _wgrad_by_channels(avx512, 24, (3, 3), (20, 20))
+  assert _wgrad_by_channels(avx512, 256, (3, 3), (28, 28)) and not _wgrad_by_channels(avx512, 256, (3, 3), (56, 56))
+  assert not _wgrad_by_channels(gpu, 32, (5, 5), (20, 20))
