@@ -102,12 +102,13 @@ def _wgrad_channels_last(g: Tensor, xp: Tensor, w_shape: tuple, groups: int, s_:
   total = part.reshape(part.shape[1:]) if bs == bc else part.contiguous().sum(0)  # (no images: no chunks, zeros)
   return type(g)(total.uop.permuted_contiguous((0, 2 + n, *range(1, 2 + n)))).reshape(cout, cin, *k_)
 
-def _row_vectors(device: str, n: int) -> int:
-  """SIMD vectors of the device's target that hold an n-wide image row (0 where the target has none)."""
+def _row_fills_vectors(device: str, n: int) -> bool:
+  """Whether an n-wide image row is one or two whole SIMD vectors of the device's target (targets without them: yes)."""
   from fusegrad.device import Device
   from fusegrad.codegen.opt import Budget
-  target = Device[device].renderer
-  return Budget.of(target).vectors(n) if target.simd_width else 0
+  if not (target := Device[device].renderer).simd_width: return True
+  width = Budget.of(target).width
+  return n % width == 0 and n <= 2 * width
 
 _TARGET_CHECK_MAX = 1 << 16
 _valid_targets: list[tuple] = [()]  # (classes, ignore_index, dtype, bytes) of the last buffer of targets found valid
@@ -327,14 +328,15 @@ class NNMixin(TensorMixin):
     xw = xp._pool(k_, s_, d_)  # (bs, cin_all, *o, *k)
     o_, rcout = xw.shape[2:2 + n], cout // groups
     xw = xw.reshape(bs, groups, cin, *o_, *k_).permute(0, 1, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))  # (bs, g, *o, cin, *k)
-    if rcout % 8 == 0 and (o_[-1] < 16 or rcout >= 64 or _row_vectors(x.device, o_[-1]) > 2):
+    if rcout % 8 == 0 and (o_[-1] < 16 or rcout >= 64 or not _row_fills_vectors(x.device, o_[-1])):
       # channels last: the output channels are the innermost loop, read from a (g, cin, *k, rcout) copy of the weight,
       # so the kernel is a matmul with whole SIMD vectors where an image row is too short for them (a 6x6 image made
       # 6-wide vectors: 4.4x slower), or where 64 or more channels fill a whole tile (ResNet's 56x56 layers: 1.3x).
-      # Wide images with few channels stay channels first: the ops that read the output (bias, ReLU, batchnorm) walk
-      # it by rows and would gather a channels-last one, which cost MNIST's 32-channel 24x24 layers what they gained
-      # with AVX-512's 16 lanes. With AVX2's 8, a 20- or 24-wide row is 3 vectors, and a register tile of 4 such rows
-      # leaves none of the 16 registers for its loads: those layers ran 1.4x faster channels last (Zen 3, the MNIST step)
+      # Rows of one or two whole vectors with few channels stay channels first: the ops that read the output (bias,
+      # ReLU, batchnorm) walk it by rows and gather from a channels-last one. Other rows leave lanes idle (AVX-512: 20
+      # is 16 + 4) or, from 3 vectors (AVX2: 20 or 24 wide), fill the 16 registers with a 4-row tile's accumulators,
+      # so gcc reloads the row for every FMA: MNIST's 32-channel 5x5 layers' step ran 1.4x faster channels last on
+      # AVX2 (Zen 3), 1.15x on AVX-512 (Sapphire Rapids)
       wt = weight.reshape(groups, rcout, cin, *k_).permute(0, 2, *range(3, 3 + n), 1).contiguous()
       wt = wt.permute(0, 2 + n, 1, *range(2, 2 + n)).reshape(1, groups, *(1,) * n, rcout, cin, *k_)
       red = (xw.reshape(bs, groups, *o_, 1, cin, *k_) * wt).sum(tuple(range(-1 - n, 0)), dtype=dtype)  # (bs, g, *o, rcout)

@@ -162,14 +162,17 @@ def _has_weight_copy(x: Tensor, w: Tensor) -> bool:
   return any(si.bufs[0].size == w.numel() and len(si.bufs) == 2 for si in create_schedule([x.conv2d(w).uop])[0])
 
 @pytest.mark.parametrize("device", ["CPU", "NULL"])
-def test_rows_of_three_vectors_go_channels_last(device):
-  # MNIST's 32-channel 24-wide layer: a row of 3 AVX2 vectors (8 + 8 + 8) left a 4-row register tile no registers for
-  # its loads, so an 8-lane target computes it channels last; 16 lanes hold it in 2 vectors and keep channels first
-  x, w = Tensor.empty(2, 32, 28, 28, device=device), Tensor.empty(32, 32, 5, 5, device=device)
-  assert _has_weight_copy(x, w) == (Device[device].renderer.simd_width < 16)
+def test_rows_that_are_not_one_or_two_whole_vectors_go_channels_last(device):
+  # MNIST's 32-channel 5x5 layers: a 20- or 24-wide row is 3 AVX2 vectors (a 4-row register tile of them leaves no
+  # registers for its loads) or 16 + 4 / 16 + 8 AVX-512 lanes (idle ones): channels last. Rows of one or two whole
+  # vectors with few channels stay channels first (16 wide with 8 or 16 lanes, 32 wide with 16)
+  width = Device[device].renderer.simd_width
+  def channels_last(row: int, cout: int = 32) -> bool:
+    return _has_weight_copy(Tensor.empty(2, 32, row + 4, row + 4, device=device), Tensor.empty(cout, 32, 5, 5, device=device))
+  assert channels_last(20) and channels_last(24)
+  assert channels_last(16) == (width < 8) and channels_last(32) == (width < 16)
   # whatever the lanes: rows shorter than 16, and 64 channels, go channels last
-  assert _has_weight_copy(Tensor.empty(2, 32, 12, 12, device=device), w)
-  assert _has_weight_copy(x, Tensor.empty(64, 32, 5, 5, device=device))
+  assert channels_last(12) and channels_last(32, cout=64)
 
 def test_a_computed_input_is_computed_once():
   # relu(x + b) read by a 5x5 convolution: fused into it, each value was recomputed for every tap and channel tile

@@ -395,6 +395,21 @@ def test_long_reduction_into_few_outputs_runs_in_two_passes():
   Tensor(a).sum(0).realize()  # many outputs: one pass
   assert GlobalCounters.kernel_count == 1
 
+@pytest.mark.parametrize("channels,width,regs,tile", [(32, 16, 32, 16), (64, 16, 32, 32), (16, 16, 32, 16), (32, 8, 16, 16)])
+def test_a_reduction_into_the_vector_axis_alone_leaves_tiles_for_the_threads(channels, width, regs, tile):
+  # batchnorm's per-channel sums of a channels-last buffer: threads split the tile loop, and AVX-512's one 32-lane tile
+  # of 32 channels ran on one core; two tiles of 16 share them (one vector's worth stays whole)
+  from types import SimpleNamespace
+  from fusegrad.codegen.opt import choose
+  from fusegrad.codegen.search import lower_and_simplify
+  from fusegrad.schedule import create_schedule
+  a = np.random.default_rng(3).standard_normal((300, channels), dtype=np.float32)
+  si = create_schedule([Tensor(a).sum(0).uop])[0][-1]
+  opt = choose(lower_and_simplify(si.ast), SimpleNamespace(simd_width=width, vector_registers=regs))
+  assert (opt.kind, opt.arg) == ("VECTOR", tile), opt
+  np.testing.assert_allclose(Tensor(a).sum(0).numpy(), a.sum(0), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(Tensor(a).permute(1, 0).contiguous().permute(1, 0).var(0).numpy(), a.var(0, ddof=1), rtol=1e-4)
+
 def test_every_legal_action_of_a_conv_backward_matches_noopt():
   # every kernel of a conv's forward and backward (weight gradients get LANES with two register-tiling loops), each
   # legal action against the scalar program on the same inputs
