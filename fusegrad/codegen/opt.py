@@ -250,7 +250,7 @@ def choose(sink: UOp, target: Renderer) -> Opt:
   a transpose walks blocks of one vector's width."""
   if (a := _analyze(sink)) is None: return Opt("TILE", max(ts)) if (ts := _tiles(sink, target)) else Opt("NONE")
   budget = Budget.of(target)
-  _, j, lane_reduces = a
+  reduces, j, lane_reduces = a
   k = min((r.src[-1].src[0].arg for r in lane_reduces), default=0)
   if j is not None and (j.src[0].arg >= 8 or k < 8):
     t = _tile(j.src[0].arg, budget.max_tile)
@@ -262,13 +262,22 @@ def choose(sink: UOp, target: Renderer) -> Opt:
     # register tiling: several rows share each load of the vector axis
     i = _upcast_range(sink, j)
     up = _rows(sink, i, budget.rows(t))
-    if up == 1 and i is not None and (odd := next((n for n in (7, 5, 3) if i.src[0].arg % n == 0), 0)):
-      # rows that 4 and 2 do not divide (a 7x7 image's columns in a channels-last conv): an odd count of them, on a
-      # narrower tile, so the accumulators stay in the same registers (7 rows x 2 vectors for 4 x 4)
+    if up <= 2 and i is not None and (odd := next((n for n in (7, 5, 3) if i.src[0].arg % n == 0 and n > up), 0)):
+      # rows that 4 does not divide (a 7x7 or 14x14 image's columns in a channels-last conv): an odd count of them, on
+      # a narrower tile, so the accumulators stay in the same registers (7 rows x 2 vectors for 4 x 4; 2 rows x 4
+      # AVX-512 vectors left 8: ResNet-18's 256-channel 14x14 layer 3.2 -> 0.54 ms with staging)
       narrow = _tile(j.src[0].arg, budget.max_tile * 4 // odd)
       if narrow >= budget.width and narrow % budget.width == 0: t, up = narrow, odd
-    # staging pays when the block is reused by many outputs and enough tiles are left to share among threads
-    stage = up > 1 and j.src[0].arg // t >= 8 and _staged_reuse(sink, j, i) >= 32  # type: ignore[arg-type]
+    # staging pays when the block is reused by many outputs and enough tiles are left to share among threads; a
+    # narrower tile makes room where its rows x vectors still hide the FMA latency (ResNet-18's 512-channel 7x7 layer,
+    # whose 32-lane block did not fit MAX_STAGE, 1.7 -> 1.05 ms on 16 lanes)
+    stage = up > 1 and _staged_reuse(sink, j, i) >= 32  # type: ignore[arg-type]
+    if stage:
+      block = max(prod(x.src[0].arg for x in r.src[1:]) for r in reduces)
+      fits = [n for n in _divisors(j.src[0].arg, budget.width, t) if n % budget.width == 0 and j.src[0].arg // n >= 8
+              and block * n <= MAX_STAGE and up * budget.vectors(n) >= 7]
+      if fits: t = max(fits)
+      else: stage = j.src[0].arg // t >= 8
     return Opt("VECTOR", t, up, stage)
   lanes = k if k <= 2 * budget.width and k % 4 == 0 or k < 8 else _tile(k, 2 * budget.width)
   if lanes < 8 or any(r.src[-1].src[0].arg % lanes for r in lane_reduces): return Opt("NONE")
