@@ -215,17 +215,24 @@ def _transposed(sink: UOp) -> tuple[UOp, UOp] | None:
   loads = [u.src[1] for u in order if u.op is Ops.LOAD and u.src[0].op is Ops.DEFINE_GLOBAL]
   return next(((i, j) for i in reversed(outs[:-1]) if any(step(x, i) == 1 and step(x, j) > 1 for x in loads)), None)
 
+TILE_WHOLE_ROW = 256  # longest row a TILE block takes whole where the tile does not divide it (lines it reads stay in L1)
+
 def _tiles(sink: UOp, target: Renderer) -> list[int]:
-  """The block sizes Opt("TILE") may take: vector widths that divide both loops."""
+  """The block sizes Opt("TILE") may take: vector widths that divide the rows i, and the columns j or a whole row."""
   if (ij := _transposed(sink)) is None: return []
-  return [t for t in (4, 8, 16) if t <= max(target.simd_width, 4) and all(r.src[0].arg % t == 0 for r in ij)]
+  return [t for t in (4, 8, 16) if t <= max(target.simd_width, 4) and _tile_fits(*ij, t)]
+
+def _tile_fits(i: UOp, j: UOp, t: int) -> bool: return i.src[0].arg % t == 0 and (j.src[0].arg % t == 0 or j.src[0].arg <= TILE_WHOLE_ROW)
 
 def _tile_loops(sink: UOp, t: int) -> UOp:
   i, j = _transposed(sink)  # type: ignore[misc]
-  # i's blocks keep its place in the nest, then j's blocks, then a block's rows and its columns, innermost
-  io, jo = (UOp(Ops.RANGE, r.dtype, (UOp.const(r.dtype, r.src[0].arg // t),), r.arg) for r in (i, j))
-  ii, ji = (UOp(Ops.RANGE, r.dtype, (UOp.const(r.dtype, t),), j.arg + f) for r, f in ((i, 0.25), (j, 0.5)))
-  return sink.substitute({i: io * UOp.const(i.dtype, t) + ii, j: jo * UOp.const(j.dtype, t) + ji})
+  # i's blocks keep its place in the nest, then j's blocks, then a block's rows and its columns, innermost. Columns the
+  # tile does not divide (a padded 114-wide row read from a channels-last buffer) are one block: a block's rows then
+  # share the row's cache lines, where they were reloaded from memory for every row
+  sizes = {i: t, j: t if j.src[0].arg % t == 0 else j.src[0].arg}
+  io, jo = (UOp(Ops.RANGE, r.dtype, (UOp.const(r.dtype, r.src[0].arg // sizes[r]),), r.arg) for r in (i, j))
+  ii, ji = (UOp(Ops.RANGE, r.dtype, (UOp.const(r.dtype, sizes[r]),), j.arg + f) for r, f in ((i, 0.25), (j, 0.5)))
+  return sink.substitute({i: io * UOp.const(i.dtype, t) + ii, j: jo * UOp.const(j.dtype, sizes[j]) + ji})
 
 def actions(sink: UOp, target: Renderer) -> list[Opt]:
   """Every legal action for this kernel (the search space of BEAM)."""
@@ -303,7 +310,7 @@ def _rows(sink: UOp, i: UOp | None, best: int) -> int:
 
 def apply_opt(sink: UOp, opt: Opt) -> UOp:
   if opt.kind == "TILE":
-    if (ij := _transposed(sink)) is None or any(r.src[0].arg % opt.arg for r in ij): raise ValueError(f"{opt} does not apply to this kernel")
+    if (ij := _transposed(sink)) is None or not _tile_fits(*ij, opt.arg): raise ValueError(f"{opt} does not apply to this kernel")
     return _tile_loops(sink, opt.arg)
   if opt.kind == "NONE" or (a := _analyze(sink)) is None: return sink
   reduces, j, lane_reduces = a
