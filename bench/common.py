@@ -71,8 +71,16 @@ def env_info() -> str:
   return f"CPU: {cpu_model()}  cpus={os.cpu_count()}{load}\n{fusegrad_target()}\nnumpy {np.__version__}  {tv}\n{blas_info()}{refs}"
 
 # ---- timers ----
+SETTLE_S = 0.2  # OpenBLAS's threads spin for 10-50 ms after a call: a fusegrad matmul timed then ran at the one-core rate
+
+def settle():
+  """Wait until the threads of the library timed or checked before (OpenBLAS, PyTorch's OpenMP) stop spinning, so the
+  next timing has the cores to itself."""
+  time.sleep(SETTLE_S)
+
 def wall_times(fn: Callable[[], object], reps: int, warmup: int = 1) -> list[float]:
-  """Wall-clock seconds of each of `reps` calls of fn, after `warmup` untimed calls."""
+  """Wall-clock seconds of each of `reps` calls of fn, after settle() and `warmup` untimed calls."""
+  settle()
   for _ in range(warmup): fn()
   out = []
   for _ in range(reps):
@@ -84,7 +92,8 @@ def median_wall(fn: Callable[[], object], reps: int, warmup: int = 1) -> float: 
 
 def fg_times(fn: Callable[[], object], reps: int, warmup: int = 1) -> tuple[float, float, int]:
   """For a fusegrad callable that realizes its result: (best wall s, best kernel s from GlobalCounters.time_sum_s,
-  kernels launched per call)."""
+  kernels launched per call), after settle() and `warmup` untimed calls."""
+  settle()
   for _ in range(warmup): fn()
   walls, kerns, count = [], [], 0
   for _ in range(reps):

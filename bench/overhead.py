@@ -6,7 +6,7 @@ call and us per kernel launched (GlobalCounters.kernel_count for fusegrad, 100 f
 
 usage: python bench/overhead.py"""
 import time
-from common import Row, check_close, get_torch, run_standalone, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
+from common import Row, check_close, get_torch, run_standalone, settle, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Tensor, TinyJit, GlobalCounters
 
@@ -24,7 +24,8 @@ def graph_np(x):
   return x
 
 def per_call(fn, calls: int, batches: int = 5, warmup: int = 3) -> float:
-  """Best (over batches) mean seconds per call."""
+  """Best (over batches) mean seconds per call, after settle()."""
+  settle()
   for _ in range(warmup): fn()
   best = float("inf")
   for _ in range(batches):

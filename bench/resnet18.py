@@ -7,8 +7,7 @@ same parameter names, and load one random state dict (BatchNorm running statisti
 identity). The logits are compared with a tolerance relative to their scale. Reported: wall ms per image (median).
 
 usage: python bench/resnet18.py"""
-import time, statistics
-from common import Row, check_close, get_torch, run_standalone, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
+from common import Row, check_close, get_torch, median_wall, run_standalone, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
 from fusegrad import Tensor, TinyJit, nn
 from fusegrad.nn.state import get_state_dict, load_state_dict
@@ -87,11 +86,7 @@ def rows(reps: int = 10, warmup: int = 2) -> list[Row]:
   def fwd(t: Tensor) -> Tensor: return model(t).realize()
   tx = Tensor(x).realize()
   got = fwd(tx).numpy()  # run; later calls capture and replay
-  for _ in range(warmup): fwd(tx)
-  fg_t = []
-  for _ in range(reps):
-    st = time.perf_counter(); fwd(tx).numpy(); fg_t.append(time.perf_counter() - st)
-  fg_ms = statistics.median(fg_t) * 1e3
+  fg_ms = median_wall(lambda: fwd(tx).numpy(), reps, warmup) * 1e3
 
   ref_ms, torch = None, get_torch()
   if torch is not None:
@@ -105,11 +100,7 @@ def rows(reps: int = 10, warmup: int = 2) -> list[Row]:
       scale = float(np.abs(want).max())
       check_close(f"ResNet-18 224x224 b1 logits (scale {scale:.3g}), first call", got, want, rtol=1e-3, atol=1e-3 * scale)
       check_close(f"ResNet-18 224x224 b1 logits (scale {scale:.3g}), JIT replay", fwd(tx).numpy(), want, rtol=1e-3, atol=1e-3 * scale)
-      for _ in range(warmup): tm(px)
-      t_t = []
-      for _ in range(reps):
-        st = time.perf_counter(); tm(px); t_t.append(time.perf_counter() - st)
-    ref_ms = statistics.median(t_t) * 1e3
+      ref_ms = median_wall(lambda: tm(px), reps, warmup) * 1e3
   if not np.all(np.isfinite(got)): PROBLEMS.append("ResNet-18: non-finite fusegrad logits")
   return [Row(f"ResNet-18 inference {H}x{W} b1 (JIT)", fg_ms, ref_ms, "ms/image", False, "PyTorch")]
 
