@@ -16,7 +16,8 @@ will not reorder a float sum. The vocabulary, each applied by name and checked f
     does not depend on (a conv weight gradient's kernel columns), so that load serves all u outputs, and v values of a
     loop that the other loads do not depend on (output channels).
   - Opt("TILE", t): a kernel without reductions that reads some input across its output rows (a transpose) walks its
-    two inner loops in t x t blocks, so one block's reads share t cache lines and pages instead of one a row element.
+    two inner loops in t x t blocks, so one block's reads share t cache lines and pages instead of one a row element
+    (t x the whole row where t does not divide a row of at most TILE_WHOLE_ROW).
 Before any of them, merge_loops fuses adjacent loops that every index walks contiguously ((14, 14) -> 196).
   - Opt("NONE"): plain loops.
 A REDUCE with an accumulator array has arg (op, j) and its last source is its private copy of j.

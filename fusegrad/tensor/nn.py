@@ -74,10 +74,11 @@ def _wgrad_by_channels(target, rcout: int, k_: tuple[int, ...], o_: tuple[int, .
   batch-last (lanes along the batch): a matmul register tile with the kernel columns as its rows. The columns must fill
   such a tile. With 16 vector registers (AVX2) the batch-last 4 x 4 tile spills and loads two vectors per FMA (MNIST's
   32-channel 5x5 layer 26-27 -> 20 ms on Zen 3), but 3 columns leave too few accumulators (3 rows x 2 vectors: 3x3
-  layers 0.7-0.9x as fast, Zen 3 and Sapphire Rapids), and 7 did not fit one (2.1 -> 2.4 ms on Zen 3). With 32
-  (AVX-512), where the columns' tile has up to 4 vectors a row, it was 1.1-2.1x as fast for every 3x3, 5x5 and 7x7
-  layer measured (Sapphire Rapids: MNIST's 5x5 15.2 -> 7.4 ms, ResNet's 3x3 at 56x56 8 -> 5.8 ms, 256 channels at 14x14
-  7.9 -> 7.1 ms). A chunk must hold an image: one too large for L2 keeps the batch-last form. GPUs keep it too."""
+  layers 0.6-0.9x as fast on Zen 3 and, under CPU_ISA=avx2, an AVX-512 Xeon), and 7 did not fit one (2.1 -> 2.4 ms
+  on Zen 3). With 32 (AVX-512), where the columns' tile has up to 4 vectors a row, it was 1.1-2.1x as fast for every
+  3x3, 5x5 and 7x7 layer measured (an AVX-512 Xeon: MNIST's 5x5 15.2 -> 7.4 ms, ResNet's 3x3 at 56x56 8 -> 5.8 ms,
+  256 channels at 14x14 7.9 -> 7.1 ms). A chunk must hold an image: one too large for L2 keeps the batch-last form.
+  GPUs keep it too."""
   from fusegrad.codegen.opt import Budget
   if not target.simd_width or target.has_threads: return False
   budget = Budget.of(target)
@@ -337,7 +338,7 @@ class NNMixin(TensorMixin):
       # ReLU, batchnorm) walk it by rows and gather from a channels-last one. Other rows leave lanes idle (AVX-512: 20
       # is 16 + 4) or, from 3 vectors (AVX2: 20 or 24 wide), fill the 16 registers with a 4-row tile's accumulators,
       # so gcc reloads the row for every FMA: MNIST's 32-channel 5x5 layers' step ran 1.4x faster channels last on
-      # AVX2 (Zen 3), 1.15x on AVX-512 (Sapphire Rapids)
+      # AVX2 (Zen 3), 1.15x on AVX-512 (a Xeon)
       wt = weight.reshape(groups, rcout, cin, *k_).permute(0, 2, *range(3, 3 + n), 1).contiguous()
       wt = wt.permute(0, 2 + n, 1, *range(2, 2 + n)).reshape(1, groups, *(1,) * n, rcout, cin, *k_)
       red = (xw.reshape(bs, groups, *o_, 1, cin, *k_) * wt).sum(tuple(range(-1 - n, 0)), dtype=dtype)  # (bs, g, *o, rcout)
