@@ -30,6 +30,8 @@ CASES = [
   ((2, 4, 8, 20), (16, 1, 3, 3), dict(groups=4, stride=2, padding=1)),
   ((3, 8, 7, 5), (16, 8, 3, 3), dict(padding=1)),  # channels last, odd image sizes
   ((2, 16, 5, 9), (24, 8, 3, 3), dict(groups=2, padding=(0, 1))),
+  ((2, 8, 6, 24), (16, 8, 5, 5), dict()),  # 20-wide rows: channels last on 8 and 16 lanes (16 + 4 is not whole vectors)
+  ((1, 8, 4, 16), (64, 8, 3, 3), dict()),  # 14 columns: 7 rows of a narrower tile
 ]
 
 def _fg_conv(kw):
