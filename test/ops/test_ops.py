@@ -1171,6 +1171,27 @@ class TestDataOut:
     y.backward(); ty.backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
 
+  def test_backward_after_item_with_requires_grad_set_as_an_attribute(self):
+    # tinygrad programs write `w.requires_grad = True`; realize keeps the graph to every live tensor that requires a
+    # gradient (tracked as the attribute is set, not by walking every live tensor), and drops it once none does
+    from fusegrad import buffers
+    from fusegrad.tensor import tensor as tensor_mod
+    w = Tensor([1.0, 2.0])
+    w.requires_grad = True
+    y = (w * w).sum()
+    assert y.item() == 5.0
+    y.backward()
+    assert w.grad.tolist() == [2.0, 4.0]
+    w.requires_grad = False
+    z = (w * 3).sum()
+    z.realize()
+    assert buffers.buffer_view(z.uop) is not None  # no tensor of its graph needs a gradient: z is its buffer now
+    before = len(tensor_mod._grad_tensors)
+    leaves = [Tensor([float(i)], requires_grad=True) for i in range(50)]
+    assert len(tensor_mod._grad_tensors) == before + 50
+    del leaves
+    assert len(tensor_mod._grad_tensors) == before
+
   def test_to_same_device(self):
     t = Tensor([1, 2])
     assert t.to(t.device) is t
