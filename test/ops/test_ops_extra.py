@@ -164,6 +164,16 @@ class TestSetitem:
     t[:, 0] += 10
     assert t.tolist() == [[10, 1, 2], [13, 0, 0]]
 
+  def test_setitem_among_many_realized_tensors(self):
+    # a write checks only the live tensors that are not realized buffers for lazy readers of the old contents; the
+    # lazy ones are computed first, views and slices see the new data, other buffers are untouched
+    a = Tensor([1.0, 2.0, 3.0]).realize()
+    others = [Tensor([float(i)]).realize() for i in range(100)]
+    lazy, view, part = (a * 2).reshape(3, 1), a.reshape(3, 1), a[1:]
+    a[:] = Tensor([10.0, 20.0, 30.0])
+    assert lazy.flatten().tolist() == [2.0, 4.0, 6.0] and view.flatten().tolist() == [10.0, 20.0, 30.0] and part.tolist() == [20.0, 30.0]
+    assert [t.item() for t in others] == [float(i) for i in range(100)]
+
   def test_setitem_mask_from_data(self):
     x = np.array([[1.0, -2.0], [-3.0, 4.0]], dtype=np.float32)
     t = Tensor(x)
