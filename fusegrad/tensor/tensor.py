@@ -390,6 +390,13 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   def realize(self, *lst: Tensor) -> Tensor:
     Tensor.realize_all(self, *lst)
     return self
+  def __reduce__(self):
+    """pickle and copy.deepcopy: the values travel as bytes of a contiguous copy, with dtype, device (a DISK tensor's
+    copy is on the CPU), shape and requires_grad; the lazy graph and .grad do not, as with torch. (By default the
+    graph's nodes were pickled without their buffers' data: the copy crashed when read.)"""
+    t = self._concrete().detach().contiguous()
+    device = "CPU" if self.device.startswith("DISK") else self.device
+    return _rebuild, (bytes(t._buffer().as_memoryview()) if t.numel() else b"", self.dtype, device, tuple(t.shape), self.requires_grad)
   def _buffer(self) -> Buffer:
     self.realize()
     return buffers.buffer_of(buffers.buffer_view(self.uop))
@@ -457,6 +464,10 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if self.numel() != 1: raise TensorError(f"only one element tensors can be converted to Python scalars, got shape {self.shape}")
     return int(self.item())
   def cpu(self) -> Tensor: return self.to("CPU")
+
+def _rebuild(raw: bytes, dtype: DType, device: str, shape: tuple[int, ...], requires_grad: bool | None) -> Tensor:
+  """A pickled tensor (Tensor.__reduce__) from its bytes."""
+  return Tensor(Tensor._from_bytes(raw, dtype, device, shape), requires_grad=requires_grad)
 
 def _view_chain(u: UOp) -> list[UOp]:
   """u and the movement ops (and DETACHes) under it, down to the first node that is neither."""

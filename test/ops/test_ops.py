@@ -1192,6 +1192,25 @@ class TestDataOut:
     del leaves
     assert len(tensor_mod._grad_tensors) == before
 
+  def test_pickle_and_deepcopy_carry_the_values(self):
+    # the graph's nodes used to be pickled without their buffers' data: the copy crashed when read
+    import copy, pickle
+    from fusegrad import nn
+    for t in [Tensor([[1.0, 2.0], [3.0, 4.0]]) * 2, Tensor.arange(6, dtype=dtypes.int8).reshape(2, 3).permute(1, 0), Tensor(3.5),
+              Tensor.empty(0, 3), Tensor([1.5, -2.0], dtype=dtypes.float16), Tensor([True, False])]:
+      for u in (pickle.loads(pickle.dumps(t)), copy.deepcopy(t)):
+        assert (u.shape, u.dtype, u.device, u.tolist()) == (t.shape, t.dtype, t.device, t.tolist())
+    u = pickle.loads(pickle.dumps(Tensor([1.0, 2.0], requires_grad=True)))
+    y = (u * u).sum()
+    assert y.item() == 5.0
+    y.backward()
+    assert u.requires_grad and u.grad.tolist() == [2.0, 4.0]
+    layer = nn.Linear(2, 2)
+    twin = copy.deepcopy(layer)  # a copy of a model is independent of it
+    assert twin.weight.tolist() == layer.weight.tolist()
+    twin.weight.assign(Tensor.zeros(2, 2)).realize()
+    assert layer.weight.abs().sum().item() > 0
+
   def test_to_same_device(self):
     t = Tensor([1, 2])
     assert t.to(t.device) is t
