@@ -146,7 +146,8 @@ class NNMixin(TensorMixin):
     if dim is not None: axis = dim  # torch's spelling; the default axis=-1 is not a conflict
     x = self.cast(dtype) if dtype is not None else self._float()
     e = (x - x._shift(axis)).exp()
-    # times the reciprocal, as torch's CPU kernel does: a division per element cost 8% of the row kernel (AVX-512)
+    # times the reciprocal: a division per element cost 8% of the row kernel (AVX-512), and torch's CPU results are
+    # bit-equal to this form more often (55% of elements against 43%)
     return e * e.sum(axis, keepdim=True).reciprocal()
   def log_softmax(self: Tensor, axis: int = -1, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
     if dim is not None: axis = dim
