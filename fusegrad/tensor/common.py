@@ -33,9 +33,13 @@ def _pick(axis, dim, name: str = "dim"):
 # buffers some view was taken of (a slice, reshape, detach ...): only an assign to one of these must look for views to update
 _viewed_buffers: "weakref.WeakSet[UOp]" = weakref.WeakSet()
 
+def _held_buffer(u: UOp) -> UOp | None:
+  """The BUFFER that u is, reshaped at most (what a realized tensor holds), or None."""
+  if u.op is Ops.BUFFER: return u
+  return u.src[0] if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER else None
+
 def _note_view(u: UOp) -> None:
-  if u.op is Ops.BUFFER: _viewed_buffers.add(u)
-  elif u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER: _viewed_buffers.add(u.src[0])
+  if (b := _held_buffer(u)) is not None: _viewed_buffers.add(b)
 
 # ---------------- per-dim helpers
 def _arange(n: int, like: Tensor, dtype: DType = IDX) -> Tensor:

@@ -10,6 +10,7 @@ from fusegrad.dtype import DType, dtypes
 from fusegrad.helpers import TensorError, flatten, prod
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad import buffers
+from fusegrad.device import Device
 from fusegrad.tensor.common import TensorMixin, is_tensor, _arange
 from fusegrad.gradient import compute_gradient, with_gradient
 
@@ -50,7 +51,6 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
   registers make that tile spill, with the output channels in vector lanes (_wgrad_by_channels). Strided input
   gradients keep the composed graph."""
   def vjp(g: Tensor, xp: Tensor, w: Tensor, needs: tuple[bool, bool]) -> tuple:
-    from fusegrad.device import Device
     bs, (cout, cin, *k_) = xp.shape[0], w.shape
     n, o_ = len(k_), g.shape[2:]
     gx = gw = None
@@ -103,11 +103,10 @@ def _wgrad_channels_last(g: Tensor, xp: Tensor, w_shape: tuple, groups: int, s_:
   total = part.reshape(part.shape[1:]) if bs == bc else part.contiguous().sum(0)  # (no images: no chunks, zeros)
   return type(g)(total.uop.permuted_contiguous((0, 2 + n, *range(1, 2 + n)))).reshape(cout, cin, *k_)
 
-def _row_fills_vectors(device: str, n: int) -> bool:
-  """Whether an n-wide image row is one or two whole SIMD vectors of the device's target (targets without them: yes)."""
-  from fusegrad.device import Device
+def _row_fills_vectors(target, n: int) -> bool:
+  """Whether an n-wide image row is one or two whole SIMD vectors of the target (targets without them: yes)."""
   from fusegrad.codegen.opt import Budget
-  if not (target := Device[device].renderer).simd_width: return True
+  if not target.simd_width: return True
   width = Budget.of(target).width
   return n % width == 0 and n <= 2 * width
 
@@ -331,7 +330,7 @@ class NNMixin(TensorMixin):
     xw = xp._pool(k_, s_, d_)  # (bs, cin_all, *o, *k)
     o_, rcout = xw.shape[2:2 + n], cout // groups
     xw = xw.reshape(bs, groups, cin, *o_, *k_).permute(0, 1, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))  # (bs, g, *o, cin, *k)
-    if rcout % 8 == 0 and (o_[-1] < 16 or rcout >= 64 or not _row_fills_vectors(x.device, o_[-1])):
+    if rcout % 8 == 0 and (o_[-1] < 16 or rcout >= 64 or not _row_fills_vectors(Device[x.device].renderer, o_[-1])):
       # channels last: the output channels are the innermost loop, read from a (g, cin, *k, rcout) copy of the weight,
       # so the kernel is a matmul with whole SIMD vectors where an image row is too short for them (a 6x6 image made
       # 6-wide vectors: 4.4x slower), or where 64 or more channels fill a whole tile (ResNet's 56x56 layers: 1.3x).

@@ -14,7 +14,7 @@ from fusegrad import buffers
 from fusegrad.schedule import create_schedule
 from fusegrad.engine.realize import run_schedule
 from fusegrad.engine import realize as _realize
-from fusegrad.tensor.common import _checked_dtype, _norm_axis, _note_view, _viewed_buffers
+from fusegrad.tensor.common import _checked_dtype, _held_buffer, _norm_axis, _note_view, _viewed_buffers
 from fusegrad.tensor.creation import CreationMixin
 from fusegrad.tensor.movement import MovementMixin
 from fusegrad.tensor.elementwise import ElementwiseMixin
@@ -105,8 +105,7 @@ def _lazy_tensors(*but: "Tensor") -> list["Tensor"]:
   another buffer lazily, so an in-place write checks only them (a dataset's or a model's thousands of realized tensors
   made each write walk them: an eager Adam step of 20 weights 25 -> 187 ms with 3000 tensors alive)."""
   skip = {id(b) for b in but}
-  return [t for r in list(_all_tensors.values()) if (t := r()) is not None and not _is_buffer(t.uop) and id(t) not in skip]
-def _is_buffer(u: UOp) -> bool: return u.op is Ops.BUFFER or u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER
+  return [t for t in _live_tensors() if _held_buffer(t.uop) is None and id(t) not in skip]
 def _grad_leaf_uops() -> set[UOp]: return {t.uop for r in list(_grad_tensors.values()) if (t := r()) is not None and t.requires_grad}
 _leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
 
@@ -396,7 +395,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     graph's nodes were pickled without their buffers' data: the copy crashed when read.)"""
     t = self._concrete().detach().contiguous()
     device = "CPU" if self.device.startswith("DISK") else self.device
-    return _rebuild, (bytes(t._buffer().as_memoryview()) if t.numel() else b"", self.dtype, device, tuple(t.shape), self.requires_grad)
+    return _rebuild, (bytes(t._buffer().as_memoryview()), self.dtype, device, tuple(t.shape), self.requires_grad)
   def _buffer(self) -> Buffer:
     self.realize()
     return buffers.buffer_of(buffers.buffer_view(self.uop))
@@ -514,5 +513,5 @@ def _reading(tensors: list[Tensor], nodes: set[UOp]) -> list[Tensor]:
 
 def _is_view_of(u: UOp, base: UOp) -> bool:
   """Is u only movement ops over `base` (so it reads the buffer's current contents whenever it is evaluated)?"""
-  if _is_buffer(u): return u is base or u.op is Ops.RESHAPE and u.src[0] is base  # most live tensors: no chain to walk
+  if (b := _held_buffer(u)) is not None: return u is base or b is base  # most live tensors: no chain to walk
   return base in _view_chain(u)
