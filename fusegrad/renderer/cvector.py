@@ -214,6 +214,7 @@ class VectorLoop:
   def __init__(self, k, lane: UOp):
     self.body, self.lane, self.math = loop_body(k.uops, lane), lane, k.renderer.vector_math
     self.names, self.r, self.emit, self.new_name = k.names, k.r, k.emit, k.new_name
+    self.prefetch, self.emit_prefetch = k.prefetch, k.emit_prefetch
     self.scalar, self.cast, self.ctype = k.renderer.render_alu, k.renderer.render_cast, k.renderer.ctype
     self.kind, self.accs = kinds(self.body, lane, k.renderer.half_loads) or {}, k.accs
 
@@ -355,6 +356,7 @@ class VectorLoop:
     if step is None or gated: return self._lanes(lambda i: self._lane_load(u, i))
     if step == 0: return f"bcast_{self.vt}({self._lane_load(u, 0)})"
     i0 = self.lane_val(idx, 0)
+    if u in self.prefetch: self.emit_prefetch(u.src[0], i0, self.prefetch[u])
     # a staged block is 64-byte aligned, laid out [..., tile]: where the tile is a multiple of this vector, so is i0
     aligned = u.src[0].op is Ops.STAGE and self.lane.src[0].arg % self.w == 0
     if step == 1 and u.dtype == dtypes.float16: expr = f"ldh_{self.vt}({ptr}+{i0})"

@@ -126,3 +126,23 @@ def test_softmax_computes_each_exp_once(shape):
   si, _ = _fused_item(ROW_OPS["softmax"][0], shape)
   uops = linearize(lower_and_simplify(si.ast), Device[si.device].renderer)
   assert [u.op for u in uops].count(Ops.EXP) == 1 and [u.op for u in uops].count(Ops.STAGE) == 1
+
+def _source(fn, shape) -> str:
+  si, _ = _fused_item(fn, shape)
+  return get_program(si.device, si.ast).spec.src
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "layernorm"])
+def test_later_passes_over_a_row_prefetch_the_next_row(name):
+  # the first pass reads the row from memory; a later one (exp, from cache) prefetches the next row, 33 floats (132
+  # bytes) on, so memory does not idle while it computes
+  src = _source(ROW_OPS[name][0], (6, 33))
+  assert "__builtin_prefetch" in src and "+132ull)" in src
+  with Context(NOOPT=1):
+    realize_mod._programs.clear()
+    assert "__builtin_prefetch" not in _source(ROW_OPS[name][0], (6, 33))
+  realize_mod._programs.clear()
+
+def test_single_pass_and_long_rows_do_not_prefetch():
+  from fusegrad.renderer.cstyle import PREFETCH_ROW_BYTES
+  assert "__builtin_prefetch" not in _source(lambda x: (x * 2).sum(-1), (6, 33))  # one pass: the hardware streams it
+  assert "__builtin_prefetch" not in _source(ROW_OPS["softmax"][0], (2, PREFETCH_ROW_BYTES // 4 + 16))  # next row would not stay cached
