@@ -263,10 +263,10 @@ def choose(sink: UOp, target: Renderer) -> Opt:
   if j is not None and (j.src[0].arg >= 8 or k < 8):
     t = _tile(j.src[0].arg, budget.max_tile)
     if t < 8 and t != j.src[0].arg: return Opt("NONE")
-    if t == j.src[0].arg and t >= 2 * budget.width and all(o is j for o in output_ranges(sink) if o.src[0].arg > 1):
+    if t == j.src[0].arg and t >= 2 * budget.width and (half := _tile(t, t // 2)) % budget.width == 0 and all(o is j for o in output_ranges(sink) if o.src[0].arg > 1):
       # threads split the tile loop: a reduction into the vector axis alone (batchnorm's per-channel sums of a
-      # channels-last buffer) in one tile ran on one core; two tiles share the cores
-      t = _tile(t, t // 2)
+      # channels-last buffer) in one tile ran on one core; two tiles of whole vectors share the cores
+      t = half
     # register tiling: several rows share each load of the vector axis
     i = _upcast_range(sink, j)
     up = _rows(sink, i, budget.rows(t))
