@@ -34,7 +34,11 @@ def rows(reps: int = 10) -> list[Row]:
   px = torch.from_numpy(x) if torch is not None else None
   y = rng.integers(0, SHAPE[1], SHAPE[0])
   ty, py = Tensor(y).realize(), torch.from_numpy(y) if torch is not None else None
+  # attention's causal mask: -inf above the diagonal (exp of -inf must not take a slow path)
+  xm = np.where(np.arange(SHAPE[1]) <= np.arange(SHAPE[0])[:, None] % SHAPE[1], x, -np.inf).astype(np.float32)
+  txm, pxm = Tensor(xm).realize(), torch.from_numpy(xm) if torch is not None else None
   ops = [("softmax", lambda: tx.softmax(-1).realize(), (lambda: torch.softmax(px, -1)) if torch else None, _np_softmax),
+         ("causal softmax", lambda: txm.softmax(-1).realize(), (lambda: torch.softmax(pxm, -1)) if torch else None, lambda a: _np_softmax(xm.astype(np.float64))),
          ("log_softmax", lambda: tx.log_softmax(-1).realize(), (lambda: torch.log_softmax(px, -1)) if torch else None, _np_log_softmax),
          ("layernorm", lambda: tx.layernorm(-1).realize(),
           (lambda: torch.nn.functional.layer_norm(px, (SHAPE[1],))) if torch else None, _np_layernorm),

@@ -108,7 +108,33 @@ def prelude(width: int, math: bool) -> str:
                                         hstore=_best(HALF_STORE, width, f"(i16x{width})__builtin_convertvector(x, f16x{width})"),
                                         round=_best(ROUND, width, "(mode == 0 ? (f32x{w}){{{r0}}} : mode == 1 ? (f32x{w}){{{r1}}} : mode == 2 ? (f32x{w}){{{r2}}} : (f32x{w}){{{r3}}})".format(
                                           w=width, **{f"r{m}": ", ".join(f"__builtin_{fn}(x[{i}])" for i in range(width)) for m, fn in _ROUND_FN.items()})))
-  return out + ("".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values()) if math and width in MVEC_ISA else "")
+  if not (math and width in MVEC_ISA): return out
+  decls = "".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values())
+  return out + decls + EXP.substitute(w=width, mv=_mvec("exp", width), any=_best(ANY_ABOVE, width, " | ".join(f"!(a[{i}] <= b[{i}])" for i in range(width))))
+
+# "some lane of a is above b, or NaN" (a compare and a mask test)
+ANY_ABOVE = {16: ("__AVX512F__", "__builtin_ia32_cmpps512_mask((f32x16a)a, (f32x16a)b, 22, (unsigned short)-1, 4)",
+                  "_mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_NLE_UQ)"),
+             8: ("__AVX__", "__builtin_ia32_movmskps256(__builtin_ia32_cmpps256((f32x8a)a, (f32x8a)b, 22))",
+                 "_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_NLE_UQ))"),
+             4: ("__AVX__", "__builtin_ia32_movmskps(__builtin_ia32_cmpnleps((f32x4a)a, (f32x4a)b))", "_mm_movemask_ps(_mm_cmpnle_ps((__m128)a, (__m128)b))")}
+# libmvec's expf takes a scalar path for the whole vector when a lane's result is not a normal float (|x| above about
+# 87.3, or NaN): 30x as slow, and a masked softmax (-inf) or wide logits hit it on every vector (a causal softmax
+# 4096x1024: 4.4 -> 1.5 ms). Such lanes are shifted 40 into range (exactly: the result has x's exponent or a smaller
+# one) and scaled back by e^-+40; NaN passes through; a vector of masked-out lanes is 0. The test costs about a cycle
+# per vector.
+EXP = string.Template("""static inline int any_above_f32x$w(f32x$w a, f32x$w b) { return $any; }
+static __attribute__((noinline)) f32x$w exp_wide_f32x$w(f32x$w x) {
+  if (!any_above_f32x$w(x, bcast_f32x$w(-104.0f))) return bcast_f32x$w(0.0f);  /* all masked out: e^x rounds to 0 */
+  i32x$w lo = x < -87.0f, hi = x > 87.0f, nan = x != x;
+  f32x$w t = where_f32x$w(lo, max_f32x$w(x, bcast_f32x$w(-120.0f)) + 40.0f, where_f32x$w(hi, where_f32x$w(x > 120.0f, bcast_f32x$w(120.0f), x) - 40.0f, where_f32x$w(nan, bcast_f32x$w(0.0f), x)));
+  f32x$w y = $mv(t);
+  return where_f32x$w(lo, y * 4.248354255291589e-18f, where_f32x$w(hi, y * 2.3538526683702e17f, where_f32x$w(nan, x, y)));
+}
+static inline f32x$w exp_f32x$w(f32x$w x) {
+  return __builtin_expect(any_above_f32x$w((f32x$w)((i32x$w)x & 0x7fffffff), bcast_f32x$w(87.0f)), 0) ? exp_wide_f32x$w(x) : $mv(x);
+}
+""")
 
 def vector_step(idx: UOp, lane: UOp, width: int) -> int | None:
   """How much idx moves from lane to lane within one vector (lanes b ... b+width-1, b a multiple of width), or None if
@@ -373,7 +399,8 @@ class VectorLoop:
     if op is Ops.WHERE: return f"where_{vt}({s[0]}, {s[1]}, {s[2]})"
     if op is Ops.ABS: return f"(({vt})((i32x{w}){s[0]} & 0x7fffffff))"  # clear the sign bit
     if op in ROUND_MODE: return f"round_{vt}({s[0]}, {ROUND_MODE[op]})"
+    if op is Ops.EXP and op in self.math and w in MVEC_ISA: return f"exp_{vt}({s[0]})"
     if op in self.math and w in MVEC_ISA: return f"{_mvec(VECTOR_MATH[op], w)}({s[0]})"
-    if Ops.EXP in self.math and op is Ops.SIGMOID and w in MVEC_ISA: return f"(1.0f/(1.0f+{_mvec('exp', w)}(-{s[0]})))"
+    if Ops.EXP in self.math and op is Ops.SIGMOID and w in MVEC_ISA: return f"(1.0f/(1.0f+exp_{vt}(-{s[0]})))"
     # no vector form: lane by lane
     return self._lanes(lambda i: self.scalar(op, dtypes.float32, [self.lane_val(x, i) for x in srcs], dtypes.float32))

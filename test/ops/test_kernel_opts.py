@@ -277,10 +277,28 @@ def test_vector_lanes_and_vector_math(fn, npfn):
   reduces = [get_program(si.device, si.ast).spec.src.split("void ")[-1] for si in create_schedule([fn(Tensor(x)).uop])[0]]
   reduces = [s for s in reduces if s.startswith("r_")]
   assert reduces and all("f32x16 " in s or "f32x8 " in s or "f32x4 " in s for s in reduces)
-  if ops_cpu.vector_math(ops_cpu.find_compiler()): assert any("_ZGV" in s for s in reduces)
+  if ops_cpu.vector_math(ops_cpu.find_compiler()): assert any("_ZGV" in s or "exp_f32x" in s for s in reduces)
   opt, ref = run_both(fn, x)
   np.testing.assert_allclose(opt, ref, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(opt, npfn(x.astype(np.float64)), rtol=1e-4, atol=1e-4)
+
+def test_vector_exp_is_exact_enough_over_its_whole_range():
+  # libmvec's expf has a slow path for results that are not normal floats; the kernels shift such lanes into range
+  # (renderer/cvector.py EXP): subnormal results, overflow, +-inf and NaN must come out as the scalar expf gives them,
+  # mixed in one vector with ordinary lanes
+  from fusegrad.runtime import ops_cpu
+  special = [-np.inf, np.inf, np.nan, -87.5, -90, -100, -103.9, -104, -110, -150, 87.2, 87.5, 88.5, 88.72, 88.73, 100, 150]
+  x = np.concatenate([np.linspace(-120, 95, 4096, dtype=np.float32), np.array(special * 3, np.float32)])
+  x = np.concatenate([x, np.zeros(-len(x) % 64, np.float32)]).reshape(-1, 64)
+  src = _kernel_src(Tensor(x).exp())
+  if ops_cpu.vector_math(ops_cpu.find_compiler()): assert "exp_f32x" in src
+  want = np.exp(x.astype(np.float64))
+  # sigmoid is 1 / (1 + e^-x): below -88.7 e^-x overflows and the subnormal result is 0, as in the scalar code
+  checks = [(got, want, 1.5e-45) for got in run_both(lambda t: t.exp(), x)] + [(Tensor(x).sigmoid().numpy(), 1 / (1 + 1 / want), 1.2e-38)]
+  for got, want, atol in checks:
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), want > 3.4028235e38)
+    ok = ~np.isnan(want) & (want <= 3.4028235e38)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=4e-7, atol=atol)  # subnormal exp results: within their last bit
 
 def test_int_index_math_is_64_bit_and_int_values_still_wrap():
   # kernels index with 64-bit integers (vectorizable under -fwrapv); int32 tensor math wraps like torch
