@@ -22,9 +22,9 @@ class Walk:
   when the structure does. The key holds plain data, never a node: keeping graph nodes alive would keep them in the
   weak `realized` map and change what later, hash-consed-equal graphs compute. key is None: do not cache this graph."""
   __slots__ = ("order", "key", "ins", "in_uops", "binds", "saw_realized")
-  def __init__(self, sink: UOp):
+  def __init__(self, sink: UOp, permuted: bool = False):
     self.order, self.ins, self.in_uops, self.binds, self.saw_realized = [], {}, {}, {}, False
-    key: list = [EXPAND_COST_LIMIT]
+    key: list = [EXPAND_COST_LIMIT, permuted]
     refs: dict[UOp, int] = {}  # node -> its entry in key
     seen: set[UOp] = set()
     # a None on the stack means "the node under it has all its sources done"; sources are pushed even when already
@@ -110,11 +110,15 @@ class Template:
       if -1 in refs or any(b not in w.binds for b in binds): return None
       titems.append((si.ast, refs, si.device, tuple((v, w.binds[b]) for (v, _), b in zip(si.var_vals, binds))))
     outs = []
-    for v in views:  # targets must land in buffers this schedule allocates
+    for v in views:  # targets must land in buffers this schedule allocates, seen through reshapes and permutes
+      chain = []
       # (a view with symbolic sizes holds this call's bound values: not templated)
-      r = slot.get(buffer_of(v.src[0]), -1) if v.op is Ops.RESHAPE and len(v.src) == 1 and v.src[0].op is Ops.BUFFER else -1
+      while v.op in (Ops.RESHAPE, Ops.PERMUTE) and len(v.src) == 1:
+        chain.append((v.op, v.dtype, v.arg))
+        v = v.src[0]
+      r = slot.get(buffer_of(v), -1) if chain and v.op is Ops.BUFFER else -1
       if r < len(w.ins): return None
-      outs.append((r, v.dtype, v.arg))
+      outs.append((r, tuple(reversed(chain))))
     return Template(tuple(titems), tuple(new), tuple(outs))
 
   def instantiate(self, w: Walk, originals: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
@@ -125,9 +129,10 @@ class Template:
              for ast, refs, dev, var_refs in self.items]
     out_uops: dict[int, UOp] = {}
     views: dict[UOp, UOp] = {}
-    for o, (r, dtype, shape) in zip(originals, self.outs):
+    for o, (r, chain) in zip(originals, self.outs):
       if r not in out_uops: b = bufs[r]; out_uops[r] = new_buffer_uop(b.device, b.size, b.dtype, b)
-      views[o] = UOp(Ops.RESHAPE, dtype, (out_uops[r],), shape)
+      views[o] = out_uops[r]
+      for op, dtype, arg in chain: views[o] = UOp(op, dtype, (views[o],), arg)
     return items, views
 
 def lookup(w: Walk) -> Template | None: return _cache.get(w.key) if w.key is not None else None

@@ -340,7 +340,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   def __str__(self) -> str:
     """The values, as torch prints them, for a realized tensor or a small lazy one (computing it); else the repr."""
     if (c := self._concrete()) is not self: return str(c)
-    if buffers.buffer_view(self.uop) is None and self.numel() > 1000: return repr(self)
+    computed = buffers.buffer_view(self.uop) is not None or _view_chain(self.uop)[-1].op is Ops.BUFFER  # or a view of a buffer
+    if not computed and self.numel() > 1000: return repr(self)
     return tensor_str(self)
   def __hash__(self): return id(self)
   def __bool__(self):
@@ -363,7 +364,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     # a result that another tensor may already hold (computed before, or twice in this call: equal graphs are one node)
     # goes to one tensor only; the others keep the lazy node, which reads the buffer until a write invalidates it
     shared = {t.uop for t in tensors if buffers.is_realized(t.uop)}
-    items, views = create_schedule([t.uop for t in tensors])
+    # a TinyJit capture keeps plain buffers: its replays hand back the buffers it captured
+    items, views = create_schedule([t.uop for t in tensors], permuted=not _realize.is_capturing())
     run_schedule(items)
     grad_leaves, written = None, []
     for t in tensors:
@@ -398,6 +400,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     return _rebuild, (bytes(t._buffer().as_memoryview()), self.dtype, device, tuple(t.shape), self.requires_grad)
   def _buffer(self) -> Buffer:
     self.realize()
+    # a realized view that is no whole buffer (a channels-last convolution seen as NCHW) is copied on a second pass
+    if buffers.buffer_view(self.uop) is None: self.realize()
     return buffers.buffer_of(buffers.buffer_view(self.uop))
   def _concrete(self) -> Tensor:
     """self with each symbolic dim cut to its size's value (what reading the data out sees)."""

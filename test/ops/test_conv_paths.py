@@ -274,3 +274,25 @@ def test_weight_gradient_form_follows_the_targets_registers():
   assert not _wgrad_by_channels(avx512, 24, (3, 3), (20, 20))
   assert _wgrad_by_channels(avx512, 256, (3, 3), (28, 28)) and not _wgrad_by_channels(avx512, 256, (3, 3), (56, 56))
   assert not _wgrad_by_channels(gpu, 32, (5, 5), (20, 20))
+
+def test_a_realized_channels_last_conv_is_a_view_of_its_buffer():
+  # eager conv2d(...).realize() keeps the channels-last result as an NCHW view (no copy kernel); reading it, computing
+  # from it, writing into it and its gradient all see NCHW values
+  rng = np.random.default_rng(7)
+  x, w = rng.standard_normal((2, 8, 6, 6), dtype=np.float32), rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+  want = F.conv2d(torch.tensor(x), torch.tensor(w), padding=1).numpy()
+  tx, tw = Tensor(x).realize(), Tensor(w, requires_grad=True).realize()
+  for _ in range(2):  # the uncached path, then the schedule cache
+    out = tx.conv2d(tw, padding=1).realize()
+    assert out.uop.op.name == "RESHAPE" and out.uop.src[0].op.name == "PERMUTE"
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out.relu().sum((0, 2, 3)).numpy(), np.maximum(want, 0).sum((0, 2, 3)), rtol=1e-4, atol=1e-3)
+  out.sum().backward()
+  pw = torch.tensor(w, requires_grad=True)
+  F.conv2d(torch.tensor(x), pw, padding=1).sum().backward()
+  np.testing.assert_allclose(tw.grad.numpy(), pw.grad.numpy(), rtol=1e-4, atol=1e-3)
+  out[0, 3] = 0.0
+  want[0, 3] = 0.0
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  big = Tensor(rng.standard_normal((2, 8, 12, 12), dtype=np.float32)).conv2d(Tensor(w), padding=1).realize()
+  assert str(big).startswith("tensor([[[[")  # over 1000 elements: printed as values, as a computed buffer is

@@ -172,3 +172,27 @@ def test_tinyjit_captures_cached_schedule():
     with Context(SCACHE=0): want = step(x * w).numpy()
     np.testing.assert_array_equal(jit(x).numpy(), want)
   assert jit.captured is not None
+
+def test_a_permuted_contiguous_realizes_as_a_view_of_its_buffer(analyses):
+  # x.contiguous().permute(...) realized is the contiguous buffer seen through the permute (no copy into the new
+  # order), from the uncached path and from the cache alike; reading it or writing into it sees the permuted values
+  for i in range(3):
+    x = data(i, (2, 3, 4))
+    before = len(analyses)
+    t = (Tensor(x) * 2).contiguous().permute(2, 0, 1).realize()
+    assert len(analyses) - before == (i == 0)  # later calls hit the cache
+    assert t.uop.op.name == "PERMUTE" and buffers.buffer_view(t.uop.src[0]) is not None
+    np.testing.assert_array_equal(t.numpy(), (x * 2).transpose(2, 0, 1))
+    t[1, 0] = -1.0
+    want = (x * 2).transpose(2, 0, 1).copy()
+    want[1, 0] = -1.0
+    np.testing.assert_array_equal(t.numpy(), want)
+    np.testing.assert_array_equal((t + 1).numpy(), want + 1)
+
+def test_tinyjit_keeps_plain_buffers_for_permuted_targets():
+  step = TinyJit(lambda x: (x * 2).contiguous().permute(1, 0).realize())
+  for i in range(4):
+    x = data(i, (3, 5))
+    out = step(Tensor(x))
+    assert buffers.buffer_view(out.uop) is not None  # a replay hands back the captured buffer
+    np.testing.assert_array_equal(out.numpy(), (x * 2).T)
