@@ -145,13 +145,21 @@ def vector_step(idx: UOp, lane: UOp, width: int) -> int | None:
   for n, c in _terms(idx):
     if n is lane: step += c
     elif n is None or lane not in n.toposort(): continue
-    elif n.op not in (Ops.IDIV, Ops.MOD) or n.src[1].op is not Ops.CONST or n.src[1].arg % width or n.src[0].vmin < 0: return None
-    else:
-      inner = _terms(n.src[0])
-      if sum(k for m, k in inner if m is lane) != 1: return None
-      if any(m is not lane and (k % width or (m is not None and lane in m.toposort())) for m, k in inner): return None
-      step += c if n.op is Ops.MOD else 0
+    elif not _cannot_wrap(n, lane, width): return None
+    else: step += c if n.op is Ops.MOD else 0
   return step
+
+def _cannot_wrap(n: UOp, lane: UOp, width: int) -> bool:
+  """n is (x + lane) // d or (x + lane) % d with d a multiple of width and x >= 0 one in every vector: x's terms are
+  multiples of width, or themselves such a % (which is x' + lane again: a 4-bit weight's nibble, (i % 32) // 16)."""
+  if n.op not in (Ops.IDIV, Ops.MOD) or n.src[1].op is not Ops.CONST or n.src[1].arg % width or n.src[0].vmin < 0: return False
+  lanes = 0
+  for m, k in _terms(n.src[0]):
+    while m is not None and m.op is Ops.CAST and dtypes.is_int(m.dtype) and _fits_int32(m.src[0]) and dtypes.min(m.dtype) <= m.src[0].vmin and m.src[0].vmax <= dtypes.max(m.dtype):
+      m = m.src[0]  # an int cast that keeps the value: (int)i is i
+    if m is lane or (m is not None and m.op is Ops.MOD and lane in m.toposort() and _cannot_wrap(m, lane, width)): lanes += k
+    elif k % width or (m is not None and lane in m.toposort()): return False
+  return lanes == 1
 
 def loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
   start = uops.index(rng)
@@ -361,6 +369,7 @@ class VectorLoop:
     elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "v": expr = self.names[u.src[0]]  # a float16 load: already float32
     elif u.op is Ops.CAST and self.kind.get(u.src[0]) == "m": expr = f"(({vt})({self.names[u.src[0]]} & ({self.mt})(({vt}){{}}+1.0f)))"
     elif u.op is Ops.CAST and (small := self._small_int_load(u.src[0])): expr = small
+    elif u.op is Ops.CAST and kind == "v" and (ints := self._int_lanes(u.src[0])) is not None: expr = f"__builtin_convertvector({ints}, {vt})"
     elif u.op is Ops.CAST: expr = self._lanes(lambda i: self.cast(self.lane_val(u.src[0], i), u.src[0].dtype, u.dtype))
     elif kind == "m" and u.op in MASK_OPS and u.src[0].dtype == dtypes.float32: expr = f"({self.vec(u.src[0])}{MASK_OPS[u.op]}{self.vec(u.src[1])})"
     elif kind == "m": expr = self._mask_logic(u)  # logic on bools

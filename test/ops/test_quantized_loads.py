@@ -79,6 +79,15 @@ def test_nibbles_of_bytes_as_float_math():
   np.testing.assert_array_equal(both.numpy(), want)
   np.testing.assert_array_equal((both * 2).sum(1).numpy(), want.sum(1) * 2)
 
+@pytest.mark.parametrize("mod,div,off", [(32, 16, 0), (64, 16, 16), (32, 16, 8), (24, 16, 0), (32, 8, 0), (48, 16, 0), (32, 32, 0)])
+def test_a_remainder_inside_a_quotient(mod, div, off):
+  # a 4-bit weight's nibble is ((i % 32) // 16): within one vector i % 32 runs on by 1 from a multiple of the width, so
+  # the quotient is one value for all lanes (one vector conversion, not a division per lane); an offset or modulus
+  # that is no multiple of the width can wrap inside a vector, and is computed lane by lane
+  def nibble_select(): return (((Tensor.arange(256) + off) % mod) // div).float() * 1.5
+  if (mod, div, off) == (32, 16, 0): assert "__builtin_convertvector" in (src := kernel_source(nibble_select())) and "(float)(" not in src
+  np.testing.assert_array_equal(nibble_select().numpy(), (((np.arange(256) + off) % mod) // div).astype(np.float32) * 1.5)
+
 @pytest.mark.parametrize("n", [64, 24, 6])
 def test_float16_stores(n):
   # float32 vectors stored as float16 in one conversion (vcvtps2ph): round to nearest even, overflow to inf,
