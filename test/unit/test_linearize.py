@@ -163,7 +163,7 @@ def test_store_sits_inside_every_output_loop():
   _, [(_, _, prog)] = programs(x.max(1) + x.sum(1))
   check_program(prog)
   store = next(u for u in prog if u.op is Ops.STORE)
-  assert sorted(r.src[0].arg for r in ranges_at(prog, store)) in ([3, 7], [21]), fmt(prog)
+  assert sorted(r.src[0].arg for r in ranges_at(prog, store)) in ([3, 7], [7], [21]), fmt(prog)  # [7]: the 3 rows are one register tile
 
 def test_matmul_every_opt_is_valid():
   rng = np.random.default_rng(0)
