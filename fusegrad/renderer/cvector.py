@@ -155,8 +155,7 @@ def _cannot_wrap(n: UOp, lane: UOp, width: int) -> bool:
   if n.op not in (Ops.IDIV, Ops.MOD) or n.src[1].op is not Ops.CONST or n.src[1].arg % width or n.src[0].vmin < 0: return False
   lanes = 0
   for m, k in _terms(n.src[0]):
-    while m is not None and m.op is Ops.CAST and dtypes.is_int(m.dtype) and _fits_int32(m.src[0]) and dtypes.min(m.dtype) <= m.src[0].vmin and m.src[0].vmax <= dtypes.max(m.dtype):
-      m = m.src[0]  # an int cast that keeps the value: (int)i is i
+    while m is not None and _keeps_value(m): m = m.src[0]  # (int)i is i
     if m is lane or (m is not None and m.op is Ops.MOD and lane in m.toposort() and _cannot_wrap(m, lane, width)): lanes += k
     elif k % width or (m is not None and lane in m.toposort()): return False
   return lanes == 1
@@ -241,6 +240,10 @@ def vector_loops(uops: list[UOp], simd_width: int, half: bool = False) -> dict[U
   return widths
 
 def _fits_int32(x: UOp) -> bool: return dtypes.is_int(x.dtype) and -2**31 <= x.vmin and x.vmax < 2**31
+def _keeps_value(u: UOp) -> bool:
+  """u is a cast between int types of a value that fits in 32 bits and in u's type: it changes no lane's value (a
+  narrowing cast that wraps, (i + 120) to int8, would step from 127 to -128 inside a vector)."""
+  return u.op is Ops.CAST and dtypes.is_int(u.dtype) and _fits_int32(u.src[0]) and dtypes.min(u.dtype) <= u.src[0].vmin and u.src[0].vmax <= dtypes.max(u.dtype)
 
 class VectorLoop:
   """Renders one loop of kernel k (renderer/cstyle.py CKernel) as vectors of lanes: names, emit and new_name are the
@@ -326,9 +329,9 @@ class VectorLoop:
     return f"(({self.mt}){{}}+(int)({v}<{lo}?{lo}:{v}>{hi}?{hi}:{v}))"
 
   def _lane_step(self, u: UOp) -> int | None:
-    """vector_step, also through sums, constant multiples and casts between int types of values that fit in 32 bits
-    (index math in int32: `(int)lane*3 - 7`)."""
-    if u.op is Ops.CAST and dtypes.is_int(u.dtype) and _fits_int32(u.src[0]): return self._lane_step(u.src[0])
+    """vector_step, also through sums, constant multiples and int casts that keep the value (_keeps_value: index math
+    in int32, `(int)lane*3 - 7`)."""
+    if _keeps_value(u): return self._lane_step(u.src[0])
     if u.op in (Ops.ADD, Ops.SUB, Ops.MUL):
       a, b = self._lane_step(u.src[0]), self._lane_step(u.src[1])
       if a is None or b is None: return None

@@ -88,6 +88,16 @@ def test_a_remainder_inside_a_quotient(mod, div, off):
   if (mod, div, off) == (32, 16, 0): assert "__builtin_convertvector" in (src := kernel_source(nibble_select())) and "(float)(" not in src
   np.testing.assert_array_equal(nibble_select().numpy(), (((np.arange(256) + off) % mod) // div).astype(np.float32) * 1.5)
 
+@pytest.mark.parametrize("dtype,np_dtype", [(dtypes.int8, np.int8), (dtypes.uint8, np.uint8), (dtypes.int16, np.int16)])
+@pytest.mark.parametrize("off", [0, 100, 120, 250])
+def test_a_narrowing_int_cast_that_wraps_inside_a_vector(dtype, np_dtype, off):
+  # (i + off) cast to int8 wraps at 127 -> -128 inside a vector: it is no constant step from lane to lane, and its
+  # float conversion and comparisons must come out lane by lane, as numpy's
+  i = Tensor.arange(256) + off
+  want = (np.arange(256) + off).astype(np_dtype)
+  np.testing.assert_array_equal((i.cast(dtype).float() * 1.5).numpy(), want.astype(np.float32) * 1.5)
+  np.testing.assert_array_equal((i.cast(dtype) < 5).numpy(), want < 5)
+
 @pytest.mark.parametrize("n", [64, 24, 6])
 def test_float16_stores(n):
   # float32 vectors stored as float16 in one conversion (vcvtps2ph): round to nearest even, overflow to inf,
