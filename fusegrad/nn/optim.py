@@ -67,7 +67,9 @@ class LARS(Optimizer):
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
       if self.ns_params is not None: g = newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_params).reshape(p.shape)
       if not self.classic: g = g * r * self.lr
-      p.assign((w - g).cast(p.dtype))
+      new = (w - g).cast(p.dtype)
+      del w  # see LAMB._step
+      p.assign(new)
     return []
   def _trust_ratio(self, w: Tensor, g: Tensor) -> Tensor:
     r1, r2 = w.square().sum().sqrt(), g.square().sum().sqrt()
@@ -112,7 +114,11 @@ class LAMB(Optimizer):
         r1, r2 = w.square().sum().sqrt(), up.square().sum().sqrt()
         trust = ((r1 > 0) & (r2 > 0)).where(r1 / r2, 1.0)
       else: trust = 1.0
-      p.assign((w - self.lr * trust * up).cast(p.dtype))
+      new = (w - self.lr * trust * up).cast(p.dtype)
+      # no view of p may be alive when it is assigned: a write that a view must see is made in place at once, which
+      # realizes each parameter's update on its own (an eager Adam step of 20 weights: 20 schedules instead of one)
+      del w
+      p.assign(new)
     return []
 
 def Adam(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, betas=None, fused=False):

@@ -114,10 +114,9 @@ def _unregister(ref: _TensorRef) -> None:
   if _all_tensors.get(ref.key) is ref: del _all_tensors[ref.key]
   if (group := ref.group) is not None and group.get(ref.key) is ref: del group[ref.key]
 def _alive(refs) -> list["Tensor"]: return [t for r in list(refs) if (t := r()) is not None]
-def _live_tensors() -> list["Tensor"]: return _alive(_all_tensors.values())
-def _seeing(node: UOp) -> list["Tensor"]:
-  """The live tensors that may view node (the bottom of a view chain): the lazy ones and, for a BUFFER, its holders."""
-  return _alive([*_lazy.values(), *(node.__dict__.get("holders") or {}).values()])
+def _tensors_on(nodes) -> list["Tensor"]:
+  """The live tensors whose node may be one of `nodes` or a view of one: the lazy ones and the holders of its BUFFERs."""
+  return _alive([*_lazy.values(), *(r for u in nodes if u.op is Ops.BUFFER for r in (u.__dict__.get("holders") or {}).values())])
 # the live tensors with requires_grad=True: realizing a tensor asks whether its graph leads to one, and walking every
 # live tensor for that cost each realize about 40 ns per tensor alive (a model's weights, a dataset's batches)
 _grad_tensors: dict[int, KeyRef] = {}
@@ -235,7 +234,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if Tensor.no_grad: raise RuntimeError("backward() while Tensor.no_grad is set (or inside Tensor.inference_mode()): gradients are off")
     in_graph = set(self.uop.toposort())
     # as tinygrad: every float tensor of the graph gets a gradient unless it says requires_grad=False (constants have none)
-    params = [t for t in _live_tensors() if t.uop in in_graph and (t.requires_grad or t.requires_grad is None and dtypes.is_float(t.dtype)
+    params = [t for t in _tensors_on(in_graph) if t.uop in in_graph and (t.requires_grad or t.requires_grad is None and dtypes.is_float(t.dtype)
                                                                   and t.uop.base.op is not Ops.CONST and t is not self)]
     if not params: raise RuntimeError("backward(): no tensor in this graph can have a gradient (all are constants, or requires_grad=False)")
     for t, g in zip(params, self.gradient(*params, gradient=gradient)):
@@ -305,7 +304,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     chain = _view_chain(self.uop)
     if len(chain) == 1 and self.uop not in _viewed_buffers: return False  # a lazy value or an unviewed buffer: rebinding is the write
     if (owned := buffers.buffer_view(self.uop)) is not None and (owned not in _viewed_buffers or owned not in chain): return False
-    others = [t for t in _seeing(chain[-1]) if t is not self]
+    others = [t for t in _tensors_on(chain[-1:]) if t is not self]
     # self holds a whole buffer: rebinding it is the write, unless other tensors view that buffer
     if owned is not None and not any(_is_view_of(t.uop, owned) for t in others): return False
     held = {id(t.uop): t for t in others}
