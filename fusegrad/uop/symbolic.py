@@ -79,6 +79,24 @@ def recombine_div_mod(x: UOp) -> UOp | None:
       return _sum(x.dtype, [t for t_i, t in enumerate(terms) if t_i not in (i, j)] + [(new, k)])
   return None
 
+def _is_range(u: UOp, r: UOp) -> bool:
+  """Is u the loop index r, through casts that keep every value of it?"""
+  while u.op is Ops.CAST and dtypes.is_int(u.dtype) and dtypes.min(u.dtype) <= r.vmin and r.vmax <= dtypes.max(u.dtype): u = u.src[0]
+  return u is r
+
+def collapse_one_hot_sum(red: UOp) -> UOp | None:
+  """sum over r of (r == e ? x(r) : 0), e independent of r, is x(e) where 0 <= e < n (else 0): the loop reads one
+  element. A class index picked out by a mask (cross-entropy's nll) had a pass over the whole row for it."""
+  if red.arg is not Ops.ADD or len(red.src) != 2 or (body := red.src[0]).op is not Ops.WHERE: return None
+  (cond, x, zero), r = body.src, red.src[1]
+  if cond.op is not Ops.CMPEQ or zero.op is not Ops.CONST or zero.arg != 0: return None
+  e = next((b for a, b in (cond.src, cond.src[::-1]) if _is_range(a, r)), None)
+  if e is None or not dtypes.is_int(e.dtype) or r in e.toposort(): return None
+  valid = e.alu(Ops.CMPLT, _c(e, r.src[0].arg))
+  if not dtypes.is_unsigned(e.dtype): valid = valid.alu(Ops.AND, _c(e, -1).alu(Ops.CMPLT, e))
+  idx = valid.alu(Ops.WHERE, e.cast(r.dtype), _c(r, 0))  # a safe address where e is out of range
+  return valid.alu(Ops.WHERE, x.substitute({r: idx}), zero)
+
 symbolic = PatternMatcher([
   (UPat(GroupOp.ALU | {Ops.CAST}, name="a"), fold_constants),
   (UPat(GroupOp.ALU, name="x"), fold_by_bounds),
@@ -111,6 +129,7 @@ symbolic = PatternMatcher([
   (UPat(Ops.WHERE, src=(UPat.cvar("c"), UPat.var("a"), UPat.var("b"))), lambda c, a, b: a if c.arg else b),
   (UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("b"))), lambda c, a, b: a if a is b else None),
   (UPat(Ops.CAST, src=(UPat.var("x"),), name="c"), lambda x, c: x if x.dtype == c.dtype else None),
+  (UPat(Ops.REDUCE, name="red"), collapse_one_hot_sum),
 ])
 
 def simplify(u: UOp) -> UOp: return graph_rewrite(u, symbolic)

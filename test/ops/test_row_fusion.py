@@ -119,6 +119,25 @@ def test_cross_entropy_rows_fuse_and_match_torch():
   np.testing.assert_allclose(loss.numpy(), want.detach().numpy(), rtol=1e-5)
   np.testing.assert_allclose(tx.grad.numpy(), px.grad.numpy(), rtol=1e-4, atol=1e-6)
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int16, np.int8, np.uint8])
+def test_a_picked_element_is_one_load_not_a_pass_over_the_row(dtype):
+  # the sum over j of (j == y ? x[j] : 0) is x[y], or 0 where y is out of range: cross-entropy's picked logit is one
+  # load instead of a third pass over the row (a 512 x 49152 cross-entropy's kernel 9.9 -> 9.0 ms)
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((10, 300), dtype=np.float32)
+  x[2, 7] = np.nan  # not picked: the mask's 0 stands
+  y = np.array([0, 299, 5, -1, 300, 1000, 17, 299, -128, 100]).astype(dtype)
+  n = np.arange(10)
+  want = np.where((y >= 0) & (y < 300), x[n, np.clip(y, 0, 299)], 0).astype(np.float32)
+  fn = lambda tx, ty: (Tensor.arange(300) == ty.unsqueeze(1)).where(tx, 0).sum(1)  # noqa: E731
+  np.testing.assert_array_equal(fn(Tensor(x), Tensor(y)).numpy(), want)
+  with Context(NOOPT=1):
+    realize_mod._programs.clear()
+    np.testing.assert_array_equal(fn(Tensor(x), Tensor(y)).numpy(), want)
+  realize_mod._programs.clear()
+  src = get_program("CPU", create_schedule([fn(Tensor.empty(10, 300), Tensor(y)).uop])[0][-1].ast).spec.src
+  assert src.split("void ")[-1].count("for (") == 1  # the loop over the rows only
+
 @pytest.mark.parametrize("shape", [(6, 48), (5, 7), (3, 2, 96)])
 def test_softmax_computes_each_exp_once(shape):
   # exp(x - max) is needed by the row's sum and by the output: it is computed once into a scratch row (a STAGE)
