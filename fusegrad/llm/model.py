@@ -170,9 +170,11 @@ class Transformer:
     h = apply("ffn_gate_exps", xk).silu() * apply("ffn_up_exps", xk)
     return (apply("ffn_down_exps", h) * weight.unsqueeze(-1).cast(x.dtype)).sum(1).reshape(B, T, D)
 
-  def __call__(self, tokens: Tensor, start_pos, attend: int | None = None) -> Tensor:
+  def __call__(self, tokens: Tensor, start_pos, attend: int | None = None, logits: bool = True) -> Tensor:
     """attend: how many cache positions attention reads (default: all of them); at least the last token's position + 1.
-    Reading only the filled part (rounded up, see attend_len) keeps a short chat from paying for the whole context."""
+    Reading only the filled part (rounded up, see attend_len) keeps a short chat from paying for the whole context.
+    logits=False fills the cache and returns the last position's normed hidden state, without the output matmul (a
+    prompt step whose logits nobody reads)."""
     cfg = self.cfg
     B, T = tokens.shape
     L = cfg.max_context if attend is None else attend
@@ -187,7 +189,7 @@ class Transformer:
       h = (h + self.attention(i, rms_norm(h, self.w[f"blk.{i}.attn_norm.weight"], cfg.norm_eps), start_pos, cos, sin, mask)).contiguous()
       h = (h + self.feed_forward(i, rms_norm(h, self.w[f"blk.{i}.ffn_norm.weight"], cfg.norm_eps))).contiguous()
     last = rms_norm(h[:, -1, :], self.w["output_norm.weight"], cfg.norm_eps)
-    return self.linear(last, "output").float()
+    return self.linear(last, "output").float() if logits else last
 
 # Hugging Face parameter names -> GGUF's (the model keeps one naming)
 HF_NAMES = {"model.embed_tokens": "token_embd", "model.norm": "output_norm", "lm_head": "output"}

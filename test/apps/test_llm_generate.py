@@ -31,6 +31,19 @@ def test_greedy_matches_transformers_with_chunked_prefill(models):
   gen = Generator(model, chunks=(4, 1))  # 7 prompt tokens: one chunk of 4, then 3 single steps
   assert list(gen.generate(PROMPT, Sampling(max_tokens=8))) == greedy_reference(ref, PROMPT, 8)
 
+def test_prompt_steps_before_the_last_skip_the_output_matmul(models):
+  # 7 prompt tokens in chunks (4, 1): four steps, and only the last one's logits are read, so only it runs the
+  # vocab x dim output matmul (the others return the normed hidden state)
+  _, model = models
+  gen = Generator(model, chunks=(4, 1))
+  heads = []
+  real = model.linear
+  model.linear = lambda x, name: (heads.append(name), real(x, name))[1]  # type: ignore[method-assign]
+  try: logits = gen.prefill(PROMPT)
+  finally: del model.linear
+  assert heads.count("output") == 1 and logits.shape == (1, model.cfg.vocab_size)
+  assert model(Tensor([PROMPT[:4]]), 0, logits=False).shape == (1, model.cfg.dim)
+
 def test_attention_reads_the_filled_part_of_the_cache(tmp_path):
   torch.manual_seed(2)
   cfg = transformers.LlamaConfig(vocab_size=61, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2,
@@ -50,11 +63,12 @@ def test_shared_prefix_is_not_recomputed(models):
   first = list(gen.generate(PROMPT, Sampling(max_tokens=3)))
   steps = []
   real = gen._step
-  gen._step = lambda toks, start: steps.append((len(toks), start)) or real(toks, start)
+  gen._step = lambda toks, start, logits=True: steps.append((len(toks), start, logits)) or real(toks, start, logits)
   follow = PROMPT + first + [7]
   assert list(gen.generate(follow, Sampling(max_tokens=4))) == greedy_reference(ref, follow, 4)
-  # only the last generated token (not yet in the cache) and the new one ran before decoding
-  assert steps[:2] == [(1, len(PROMPT) + 2), (1, len(PROMPT) + 3)]
+  # only the last generated token (not yet in the cache) and the new one ran before decoding; the first step's logits
+  # are not needed, so it only fills the cache
+  assert steps[:2] == [(1, len(PROMPT) + 2, False), (1, len(PROMPT) + 3, True)]
 
 def test_stop_ids_and_context_end(models):
   _, model = models
