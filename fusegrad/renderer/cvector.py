@@ -46,6 +46,7 @@ static inline f32x$w ldi8_f32x$w(const signed char* p) { return $i8; }
 static inline f32x$w ldu8_f32x$w(const unsigned char* p) { return $u8; }
 static inline f32x$w ldi16_f32x$w(const short* p) { return $i16; }
 static inline float hsum_f32x$w(f32x$w v) { $hsum }
+static inline float hmax_f32x$w(f32x$w v) { $hmax }
 """)
 # One x86 instruction where the CPU has it (the kernels are built with -march=..., which defines these macros), else
 # the generic vector expression: width -> (macro, gcc builtin, intrinsic). gcc gets the builtin its own intrinsic
@@ -100,15 +101,14 @@ def _best(table: dict[int, tuple[str, str, str]], width: int, generic: str) -> s
 
 def _mvec(fn: str, width: int) -> str: return f"_ZGV{MVEC_ISA[width]}N{width}v_{fn}f"
 
-def _hsum(width: int) -> str:
-  """The body of hsum_f32x<width>: the vector plus itself rotated by half, a quarter, ... one lane, so that lane 0 holds
-  the sum (a shuffle and an add each step). A LANES kernel's accumulators were summed a lane at a time, 16 dependent
-  scalar adds each."""
+def _horizontal(width: int, combine: Callable[[str], str]) -> str:
+  """The body of hsum_f32x<width> or hmax_f32x<width> (combine: v and the rotated vector's C expression -> the step):
+  the vector combined with itself rotated by half, a quarter, ... one lane, so that lane 0 holds the result (a shuffle
+  and an op each step). A LANES kernel's accumulators were summed a lane at a time, 16 dependent scalar ops each."""
   steps = []
   k = width // 2
   while k:
-    idx = ", ".join(str((i + k) % width) for i in range(width))
-    steps.append(f"v = v + ROT(v, {idx});")
+    steps.append(f"v = {combine('ROT(v, ' + ', '.join(str((i + k) % width) for i in range(width)) + ')')};")
     k //= 2
   return ("\n#ifdef __clang__\n#define ROT(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)\n#else\n"
           f"#define ROT(v, ...) __builtin_shuffle(v, (i32x{width}){{__VA_ARGS__}})\n#endif\n  " + " ".join(steps) + " return v[0];\n#undef ROT\n")
@@ -119,7 +119,8 @@ def prelude(width: int, math: bool) -> str:
                                         half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"),
                                         masked=_best(MASKED, width, f"(f32x{width}){{" + ", ".join(f"m[{i}]?p[{i}]:0.0f" for i in range(width)) + "}"),
                                         **{k: _best(t, width, f"(f32x{width}){{" + ", ".join(f"p[{i}]" for i in range(width)) + "}") for k, t in WIDEN.items()},
-                                        hstore=_best(HALF_STORE, width, f"(i16x{width})__builtin_convertvector(x, f16x{width})"), hsum=_hsum(width),
+                                        hstore=_best(HALF_STORE, width, f"(i16x{width})__builtin_convertvector(x, f16x{width})"), hsum=_horizontal(width, lambda r: f"v + {r}"),
+                                        hmax=_horizontal(width, lambda r: f"max_f32x{width}(v, {r})"),  # keeps a NaN
                                         round=_best(ROUND, width, "(mode == 0 ? (f32x{w}){{{r0}}} : mode == 1 ? (f32x{w}){{{r1}}} : mode == 2 ? (f32x{w}){{{r2}}} : (f32x{w}){{{r3}}})".format(
                                           w=width, **{f"r{m}": ", ".join(f"__builtin_{fn}(x[{i}])" for i in range(width)) for m, fn in _ROUND_FN.items()})))
   if not (math and width in MVEC_ISA): return out
@@ -370,9 +371,10 @@ class VectorLoop:
       if step == 1: return self.emit(f"*({vt}*)({ptr}+{self.lane_val(u.src[1], 0)}) = {val};")
       return self.emit(" ".join(f"{ptr}[{self.lane_val(u.src[1], i)}] = {val}[{i}];" for i in range(w)))
     if u.op is Ops.ACC_UPDATE:
-      if len(u.src) == 2:  # a scalar accumulator takes the lanes: a sum pairwise (hsum), else one by one, in order
+      if len(u.src) == 2:  # a scalar accumulator takes the lanes: a sum or max as a tree (hsum, hmax), else one by one
         acc = self.names[u.src[0]]
-        if u.arg is Ops.ADD and u.dtype == dtypes.float32: return self.emit(f"{acc} = ({acc}+hsum_{self.vt}({self.vec(u.src[1])}));")
+        if (tree := {Ops.ADD: "hsum", Ops.MAX: "hmax"}.get(u.arg)) and u.dtype == dtypes.float32:
+          return self.emit(f"{acc} = {self.scalar(u.arg, u.dtype, [acc, f'{tree}_{self.vt}({self.vec(u.src[1])})'], u.dtype)};")
         return self.emit(" ".join(f"{acc} = {self.scalar(u.arg, u.dtype, [acc, f'{self.vec(u.src[1])}[{i}]'], u.dtype)};" for i in range(w)))
       acc, v = f"{self.names[u.src[0]]}_{g}", u.src[1]
       if u.arg is Ops.ADD and v.op is Ops.MUL and self.kind.get(v) == "v":  # a dot product: one rounding per step, as BLAS

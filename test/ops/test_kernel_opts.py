@@ -180,7 +180,7 @@ def test_lanes_matmul_streams_its_larger_operand_once(m, n):
     np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32).reshape(m, n), x @ w.T, rtol=1e-4, atol=1e-4, err_msg=str(opt))
 
 @pytest.mark.parametrize("k", [8, 64, 576])
-def test_lanes_are_summed_by_a_shuffle_tree(k):
+def test_lanes_are_combined_by_a_shuffle_tree(k):
   # a LANES accumulator's lanes are summed pairwise (hsum_f32x<w>: the vector plus itself rotated by half, a quarter,
   # ... one lane), not by one dependent scalar add a lane (SmolLM2's MLP matmuls 156 -> 211 GFLOP/s). Sums of small
   # ints are exact in any order; inf and NaN lanes propagate
@@ -192,6 +192,11 @@ def test_lanes_are_summed_by_a_shuffle_tree(k):
   with np.errstate(invalid="ignore"): want = x @ w.T
   np.testing.assert_array_equal((Tensor(x) @ Tensor(w).T).numpy(), want)
   np.testing.assert_array_equal((Tensor(x) * Tensor(w[0])).sum(1).numpy(), (x * w[0]).sum(1))  # a plain row sum too
+  # a row's max (softmax's shift) is a tree too (hmax_f32x<w>): a NaN in any lane wins, -inf rows stay -inf
+  r = rng.standard_normal((6, k)).astype(np.float32)
+  r[1, k // 2], r[2, :], r[3, 0], r[4, k - 1] = np.nan, -np.inf, np.inf, np.nan
+  np.testing.assert_array_equal(Tensor(r).max(1).numpy(), r.max(1))
+  if Device["CPU"].renderer.simd_width and k >= 16: assert "hmax_f32x" in _kernel_src(Tensor(r).max(1)).split("void ")[-1]
 
 def test_beam_search_caches_its_choice(tmp_path, monkeypatch):
   monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
