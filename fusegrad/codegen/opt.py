@@ -47,14 +47,16 @@ class Budget:
   """The heuristic's sizes for one target, from its vector width W and register count R (measured on AVX-512, W=16,
   R=32: accumulators in half the registers were best, 4 rows x 64 floats; register tiling of a split reduce was best a
   little over R vectors, 36 on a 14-lane conv weight gradient beat 18, as spills of accumulators are cheap L1 hits).
-  With 16 registers half is 2 vectors a row, too few to hide the FMA latency, so a tile may take 3 (AVX2: a 20-wide
+  With 16 registers half is 2 vectors a row, too few to hide the FMA latency, so a tile may take 4 (AVX2: a 20-wide
   conv row is one 8 + 8 + 4 tile, not two of 8 + 2; a 24-wide one 8 + 8 + 8, not three of 8).
   A register tile of n rows x v vectors holds n*v accumulators and the n rows' broadcast values: n*(v+1) registers, at
   most tile_registers. AVX-512 was best at 4 rows x 4 vectors (20 of 32); an AVX2 Zen 3 at 5 rows x 2 vectors (15 of 16:
   1.3-1.6x the 4 x 2 tile on 512 to 2048 matmuls, where 4 x 2's 8 accumulators barely cover the FMA latency, and 6 x 2
-  spilled accumulators to the stack)."""
+  spilled accumulators to the stack). 3 rows x 4 vectors (also 15 of 16) loads 7 values per 12 FMAs where 5 x 2 loads
+  7 per 10: under CPU_ISA=avx2 on an Intel Xeon it ran matmuls 2-5% faster, a 64-channel 3x3 conv 1.1x, the
+  beautiful_mnist step and ResNet-18 3-7% (not measured on Zen 3, which has a third load port)."""
   width: int     # float32 lanes of a vector
-  max_tile: int  # longest accumulator array of VECTOR: (R/2 registers) x W lanes over 4 rows, at least 3 vectors
+  max_tile: int  # longest accumulator array of VECTOR: (R/2 registers) x W lanes over 4 rows, at least 4 vectors
   max_vectors: int  # vector accumulators of one LANES kernel
   tile_registers: int  # registers of VECTOR's register tile: accumulators and broadcast row values
   registers: int  # vector registers
@@ -62,7 +64,7 @@ class Budget:
   @staticmethod
   def of(target: Renderer) -> Budget:
     w, r = max(target.simd_width, 4), max(target.vector_registers, 16)  # a scalar target gets SSE's shapes
-    return Budget(w, max(r // 2 * w // 4, 3 * w), r + r // 8, min(r, 20), r)
+    return Budget(w, max(r // 2 * w // 4, 4 * w), r + r // 8, min(r, 20), r)
 
   def rows(self, tile: int) -> int:
     """Rows of VECTOR's register tile for a tile of this many lanes (at most 8)."""
@@ -278,22 +280,27 @@ def choose(sink: UOp, target: Renderer) -> Opt:
       # rows that 4 does not divide (a 7x7 or 14x14 image's columns in a channels-last conv): an odd count of them, on
       # a narrower tile, so the accumulators stay in the same registers (7 rows x 2 vectors for 4 x 4; 2 rows x 4
       # AVX-512 vectors left 8: ResNet-18's 256-channel 14x14 layer 3.2 -> 0.54 ms with staging)
-      narrow = _tile(j.src[0].arg, budget.max_tile * 4 // odd)
+      narrow = _tile(j.src[0].arg, budget.max_tile * budget.rows(budget.max_tile) // odd)
       if narrow >= budget.width and narrow % budget.width == 0: t, up = narrow, odd
     # staging pays when the block is reused by many outputs and enough tiles are left to share among threads; a
     # narrower tile makes room where its rows x vectors still hide the FMA latency (ResNet-18's 512-channel 7x7 layer,
     # whose 32-lane block did not fit MAX_STAGE, 1.7 -> 1.05 ms on 16 lanes)
     stage = up > 1 and _staged_reuse(sink, j, i) >= 32  # type: ignore[arg-type]
     if stage:
-      block = max(prod(x.src[0].arg for x in r.src[1:]) for r in reduces)
-      fits = [n for n in _divisors(j.src[0].arg, budget.width, t) if n % budget.width == 0 and j.src[0].arg // n >= 8
-              and block * n <= MAX_STAGE and up * budget.vectors(n) >= 7]
-      if fits: t = max(fits)
-      # with fewer than 8 tiles the tile loop must not be the outermost loop, which the threads split. A tile of part of a
-      # row reads its block at a stride (a conv's weights, 16 of 64 output channels): contiguous once staged, batch 8's
-      # 64-channel 56x56 conv ran 12.0 -> 10.2 ms under CPU_ISA=avx2 (5 rows x 2 vectors), a 128-channel 28x28 one
-      # 6.3 -> 5.8 ms on AVX-512
-      else: stage = j.src[0].arg // t >= 8 or (t < j.src[0].arg and _block_outside(sink, j, i, _stage_block(sink, j, i)) is not output_ranges(sink)[0])
+      block, n_j = max(prod(x.src[0].arg for x in r.src[1:]) for r in reduces), j.src[0].arg
+      # a tile of part of a row reads its block at a stride (a conv's weights, 16 of 64 output channels): staged as it is
+      # where an outer loop is left for the threads to split (batch 8's 64-channel 56x56 conv 12.0 -> 10.2 ms under
+      # CPU_ISA=avx2, a 128-channel 28x28 one 6.3 -> 5.8 ms on AVX-512). Otherwise the tile loop is the outermost, and
+      # threads need 8 tiles: a narrower tile, of several vectors with as many rows as the registers allow (3 x 4 ->
+      # 5 x 2 under CPU_ISA=avx2: batch 1's 128-channel 28x28 conv 1.6 -> 1.35 ms), or of one vector where the rows
+      # already hide the FMA latency (a one-vector tile loads a broadcast per FMA: 8 rows ran 1.1-1.4x slower)
+      inside = t < n_j and _block_outside(sink, j, i, _stage_block(sink, j, i)) is not output_ranges(sink)[0]
+      if not (inside and block * t <= MAX_STAGE):
+        fits = [(n, u) for n in _divisors(n_j, budget.width, t) if n % budget.width == 0 and n_j // n >= 8 and block * n <= MAX_STAGE
+                for u in (up if up * budget.vectors(n) >= 7 else _rows(sink, i, budget.rows(n)) if budget.vectors(n) > 1 else 0,)  # type: ignore[arg-type]
+                if u * budget.vectors(n) >= 7]
+        if fits: t, up = max(fits)
+        else: stage = n_j // t >= 8
     return Opt("VECTOR", t, up, stage)
   lanes = k if k <= 2 * budget.width and k % 4 == 0 or k < 8 else _tile(k, 2 * budget.width)
   if lanes < 8 or any(r.src[-1].src[0].arg % lanes for r in lane_reduces): return Opt("NONE")

@@ -274,19 +274,22 @@ def test_staged_tile_loop_stays_inside_a_batch_whose_rows_share_the_block(rows):
   _opt_vs_noopt(lambda a, b: a @ b, [(3, rows, 17), (17, 64)], Opt("VECTOR", 16, 4, True))
 
 def test_a_conv_tile_of_part_of_its_channels_is_staged_where_a_batch_splits_the_threads():
-  # 16 of 64 output channels (AVX2's 5 rows x 2 vectors) read the weights at a stride: staged contiguous, with the tile
-  # loop inside the batch loop (batch 8, 56x56: 12.0 -> 10.2 ms under CPU_ISA=avx2). Batch 1 would leave the 4 tiles
-  # as the outermost loop, which the threads split: not staged
+  # 32 of 64 output channels (AVX2's 3 rows x 4 vectors) read the weights at a stride: staged contiguous, with the tile
+  # loop inside the batch loop (batch 8, 56x56: 12.0 -> 10.2 ms under CPU_ISA=avx2 with 5 x 2 tiles). Batch 1 would
+  # leave the 2 tiles as the outermost loop, which the threads split, and a narrower tile of one vector loads too much:
+  # not staged
   from types import SimpleNamespace
   from fusegrad.codegen.opt import choose
   from fusegrad.codegen.search import lower_and_simplify
   from fusegrad.schedule import create_schedule
   avx2 = SimpleNamespace(simd_width=8, vector_registers=16)
-  def opt(batch):
-    conv = Tensor.empty(batch, 64, 56, 56).conv2d(Tensor.empty(64, 64, 3, 3), padding=1)
+  def opt(batch, c=64, size=56):
+    conv = Tensor.empty(batch, c, size, size).conv2d(Tensor.empty(c, c, 3, 3), padding=1)
     items = create_schedule([conv.uop])[0]
     return choose(lower_and_simplify(max(items, key=lambda si: len(si.ast.toposort())).ast), avx2)
-  assert (opt(8).arg, opt(8).stage) == (16, True) and not opt(1).stage
+  assert (opt(8).arg, opt(8).upcast, opt(8).stage) == (32, 3, True) and not opt(1).stage
+  # batch 1 with 128 channels: 8 tiles of two vectors, with the 5 rows their registers allow, staged (1.6 -> 1.35 ms)
+  assert (opt(1, 128, 28).arg, opt(1, 128, 28).upcast, opt(1, 128, 28).stage) == (16, 5, True)
 
 def test_register_tile_rows_clamp_only_where_safe():
   from fusegrad.codegen.opt import Budget, Opt, _clamped_rows_ok, _rows, apply_opt, choose
