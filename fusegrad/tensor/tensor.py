@@ -102,9 +102,11 @@ class _TensorRef(KeyRef):
   __slots__ = ("group",)
 
 def _file(ref: _TensorRef, u: UOp) -> None:
-  """File the tensor of ref under its node u (see `_lazy`)."""
-  b = _held_buffer(u)
-  group = _lazy if b is None else b.__dict__.get("holders") or b.__dict__.setdefault("holders", {})
+  """File the tensor of ref under its node u (see `_lazy`). (A TinyJit replay rebinds its state tensors through this:
+  _held_buffer and the holders lookup are inlined.)"""
+  b = u if u.op is Ops.BUFFER else u.src[0] if u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER else None
+  if b is None: group = _lazy
+  elif (group := b.__dict__.get("holders")) is None: group = b.__dict__["holders"] = {}
   if (old := ref.group) is not group:
     if old is not None and old.get(ref.key) is ref: del old[ref.key]
     group[ref.key] = ref
@@ -184,8 +186,9 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient
     if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()
 
+  _ref: _TensorRef | None = None  # the registry's reference, once registered
   def _register(self) -> None:
-    ref = _all_tensors[id(self)] = _TensorRef(self, _unregister)
+    ref = self._ref = _all_tensors[id(self)] = _TensorRef(self, _unregister)
     ref.key, ref.group = id(self), None
     if (u := self._uop).op is Ops.BUFFER or u.op is Ops.RESHAPE: _file(ref, u)
     else:  # most ops' results: lazy (_file inlined, as every op registers its result)
@@ -196,7 +199,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   @uop.setter
   def uop(self, u: UOp) -> None:
     self._uop = u
-    if (ref := _all_tensors.get(id(self))) is not None and ref() is self: _file(ref, u)  # (unregistered while __init__ runs)
+    if (ref := self._ref) is not None: _file(ref, u)  # (unregistered while __init__ runs)
   @property
   def requires_grad(self) -> bool | None: return self._requires_grad
   @requires_grad.setter
