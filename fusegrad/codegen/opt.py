@@ -53,8 +53,8 @@ class Budget:
   most tile_registers. AVX-512 was best at 4 rows x 4 vectors (20 of 32); an AVX2 Zen 3 at 5 rows x 2 vectors (15 of 16:
   1.3-1.6x the 4 x 2 tile on 512 to 2048 matmuls, where 4 x 2's 8 accumulators barely cover the FMA latency, and 6 x 2
   spilled accumulators to the stack). 3 rows x 4 vectors (also 15 of 16) loads 7 values per 12 FMAs where 5 x 2 loads
-  7 per 10: under CPU_ISA=avx2 on an Intel Xeon it ran matmuls 2-5% faster, a 64-channel 3x3 conv 1.1x, the
-  beautiful_mnist step and ResNet-18 3-7% (not measured on Zen 3, which has a third load port)."""
+  7 per 10: under CPU_ISA=avx2 on an Intel Xeon it ran matmuls 2-5% faster, a 64-channel 3x3 conv 10%, the
+  beautiful_mnist step 5-7% and ResNet-18 8-10% (not measured on Zen 3, which has a third load port)."""
   width: int     # float32 lanes of a vector
   max_tile: int  # longest accumulator array of VECTOR: (R/2 registers) x W lanes over 4 rows, at least 4 vectors
   max_vectors: int  # vector accumulators of one LANES kernel
