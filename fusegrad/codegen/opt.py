@@ -285,8 +285,8 @@ def choose(sink: UOp, target: Renderer) -> Opt:
     # staging pays when the block is reused by many outputs and enough tiles are left to share among threads; a
     # narrower tile makes room where its rows x vectors still hide the FMA latency (ResNet-18's 512-channel 7x7 layer,
     # whose 32-lane block did not fit MAX_STAGE, 1.7 -> 1.05 ms on 16 lanes)
-    stage = up > 1 and _staged_reuse(sink, j, i) >= 32  # type: ignore[arg-type]
-    if stage:
+    pos, reuse = _staged_reuse(sink, j, i) if up > 1 else (None, 0)  # type: ignore[arg-type]
+    if stage := reuse >= 32:
       block, n_j = max(prod(x.src[0].arg for x in r.src[1:]) for r in reduces), j.src[0].arg
       # a tile of part of a row reads its block at a stride (a conv's weights, 16 of 64 output channels): staged as it is
       # where an outer loop is left for the threads to split (batch 8's 64-channel 56x56 conv 12.0 -> 10.2 ms under
@@ -294,11 +294,14 @@ def choose(sink: UOp, target: Renderer) -> Opt:
       # threads need 8 tiles: a narrower tile, of several vectors with as many rows as the registers allow (3 x 4 ->
       # 5 x 2 under CPU_ISA=avx2: batch 1's 128-channel 28x28 conv 1.6 -> 1.35 ms), or of one vector where the rows
       # already hide the FMA latency (a one-vector tile loads a broadcast per FMA: 8 rows ran 1.1-1.4x slower)
-      inside = t < n_j and _block_outside(sink, j, i, _stage_block(sink, j, i)) is not output_ranges(sink)[0]
-      if not (inside and block * t <= MAX_STAGE):
+      def rows_for(n: int) -> int:
+        """The rows of a tile of n lanes: ours where they hide the FMA latency, else what n's registers allow (0 for
+        one vector)."""
+        if up * budget.vectors(n) >= 7: return up
+        return _rows(sink, i, budget.rows(n)) if budget.vectors(n) > 1 else 0
+      if not (t < n_j and pos is not output_ranges(sink)[0] and block * t <= MAX_STAGE):
         fits = [(n, u) for n in _divisors(n_j, budget.width, t) if n % budget.width == 0 and n_j // n >= 8 and block * n <= MAX_STAGE
-                for u in (up if up * budget.vectors(n) >= 7 else _rows(sink, i, budget.rows(n)) if budget.vectors(n) > 1 else 0,)  # type: ignore[arg-type]
-                if u * budget.vectors(n) >= 7]
+                and (u := rows_for(n)) * budget.vectors(n) >= 7]
         if fits: t, up = max(fits)
         else: stage = n_j // t >= 8
     return Opt("VECTOR", t, up, stage)
@@ -346,8 +349,8 @@ def apply_opt(sink: UOp, opt: Opt) -> UOp:
     return _vector_output(sink, j, opt.arg, rows if opt.stage else None)
   if opt.kind == "LANES":
     if not lane_reduces or any(r.src[-1].src[0].arg % opt.arg for r in lane_reduces): raise ValueError(f"{opt} does not apply to this kernel")
-    sink = _larger_operand_outside(sink, lane_reduces[0].src[-1])
-    lane_reduces = _analyze(sink)[2]  # type: ignore[index]
+    if (swapped := _larger_operand_outside(sink, lane_reduces[0].src[-1])) is not sink:
+      sink, lane_reduces = swapped, _analyze(swapped)[2]  # type: ignore[index]
     i, i2 = _lane_rows(sink, lane_reduces[0].src[-1])
     for rows, n in ((i, opt.upcast), (i2, opt.upcast2)):
       if n == 1: continue
@@ -394,12 +397,13 @@ def _lane_rows(sink: UOp, k: UOp) -> tuple[UOp | None, UOp | None]:
   loads = [t for u in sink.toposort() if u.op is Ops.LOAD and k in (t := u.toposort()) and first in t]
   return first, next((r for r in reversed(output_ranges(sink)) if r is not first and any(r not in t for t in loads)), None)
 
-def _staged_reuse(sink: UOp, j: UOp, rows: UOp) -> int:
-  """Output elements (along all loops but j) that share each staged block: 0 where no load along j depends on no output
-  loop from the rows inward (a block reused by all rows)."""
-  if not (block := _stage_block(sink, j, rows)): return 0
+def _staged_reuse(sink: UOp, j: UOp, rows: UOp) -> tuple[UOp | None, int]:
+  """The loop the tile loop goes just outside of (_block_outside), and the output elements (along all loops but j) that
+  share each staged block: (None, 0) where no load along j depends on no output loop from the rows inward (a block
+  reused by all rows)."""
+  if not (block := _stage_block(sink, j, rows)): return None, 0
   pos = _block_outside(sink, j, rows, block)
-  return prod(r.src[0].arg for r in output_ranges(sink) if r.arg >= pos.arg and r is not j)
+  return pos, prod(r.src[0].arg for r in output_ranges(sink) if r.arg >= pos.arg and r is not j)
 
 def _stage_block(sink: UOp, j: UOp, rows: UOp) -> list[set[UOp]]:
   """The nodes of each load along j that depends on no output loop from the rows inward."""
