@@ -115,7 +115,11 @@ class Lowerer:
     if u.op in GroupOp.Movement:
       new_idx, cond = self.index_through(u, list(idx))
       if cond is None: return self.lower(u.src[0], tuple(new_idx), valid)
-      inner = self.lower(u.src[0], tuple(new_idx), cond if valid is None else valid & cond)
+      gate = cond if valid is None else valid & cond
+      inner = self.lower(u.src[0], tuple(new_idx), gate)
+      # a load under this gate (or a stricter one) is already 0 wherever cond is false: no select (a padded conv's every
+      # tap had one)
+      if inner.op is Ops.LOAD and len(inner.src) == 3 and _implies(inner.src[2], gate): return inner
       return cond.where(inner, UOp.const(u.dtype, 0))
     if u.op is Ops.REDUCE_AXIS:
       op, axes = u.arg
@@ -161,3 +165,7 @@ def lower_kernel(ast: UOp) -> UOp:
     else: at = flat_index(list(idx), val.shape, lw.idt)
     stores.append(UOp(Ops.STORE, dtypes.void, (buf, at, lw.lower(val, idx, None))))
   return UOp(Ops.SINK, dtypes.void, tuple(stores), ast.arg)
+
+def _implies(gate: UOp, cond: UOp) -> bool:
+  """gate is cond, or cond ANDed with more conditions (the gates of nested pads)."""
+  return gate is cond or (gate.op is Ops.AND and (_implies(gate.src[0], cond) or _implies(gate.src[1], cond)))

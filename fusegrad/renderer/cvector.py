@@ -45,6 +45,7 @@ static inline f32x$w round_f32x$w(f32x$w x, const int mode) { return $round; }
 static inline f32x$w ldi8_f32x$w(const signed char* p) { return $i8; }
 static inline f32x$w ldu8_f32x$w(const unsigned char* p) { return $u8; }
 static inline f32x$w ldi16_f32x$w(const short* p) { return $i16; }
+static inline f32x$w ld2_f32x$w(const float* p) { $every_other }
 static inline float hsum_f32x$w(f32x$w v) { $hsum }
 static inline float hmax_f32x$w(f32x$w v) { $hmax }
 """)
@@ -113,13 +114,20 @@ def _horizontal(width: int, combine: Callable[[str], str]) -> str:
   return ("\n#ifdef __clang__\n#define ROT(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)\n#else\n"
           f"#define ROT(v, ...) __builtin_shuffle(v, (i32x{width}){{__VA_ARGS__}})\n#endif\n  " + " ".join(steps) + " return v[0];\n#undef ROT\n")
 
+def _every_other(width: int) -> str:
+  """The body of ld2_f32x<width>: lanes p[0], p[2], ... p[2 * (width - 1)] (a stride-2 conv's row) as two vector loads
+  and one shuffle, not one load per lane. The second load ends on the last element, so nothing past it is read."""
+  picks = ", ".join(str(2 * i if i < width // 2 else 2 * i + 1) for i in range(width))
+  return (f"f32x{width} a = *(const f32x{width}*)p, b = *(const f32x{width}*)(p + {width - 1});\n#ifdef __clang__\n  return __builtin_shufflevector(a, b, {picks});\n"
+          f"#else\n  return __builtin_shuffle(a, b, (i32x{width}){{{picks}}});\n#endif\n")
+
 def prelude(width: int, math: bool) -> str:
   intrinsics = "#if defined(__clang__) && (defined(__FMA__) || defined(__F16C__) || defined(__AVX512F__))\n#include <immintrin.h>\n#endif\n" if width in FMA else ""
   out = intrinsics + PRELUDE.substitute(w=width, b=4 * width, h=2 * width, lanes=", ".join(["x"] * width), fma=_best(FMA, width, "a*b+c"),
                                         half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"),
                                         masked=_best(MASKED, width, f"(f32x{width}){{" + ", ".join(f"m[{i}]?p[{i}]:0.0f" for i in range(width)) + "}"),
                                         **{k: _best(t, width, f"(f32x{width}){{" + ", ".join(f"p[{i}]" for i in range(width)) + "}") for k, t in WIDEN.items()},
-                                        hstore=_best(HALF_STORE, width, f"(i16x{width})__builtin_convertvector(x, f16x{width})"), hsum=_horizontal(width, lambda r: f"v + {r}"),
+                                        hstore=_best(HALF_STORE, width, f"(i16x{width})__builtin_convertvector(x, f16x{width})"), hsum=_horizontal(width, lambda r: f"v + {r}"), every_other=_every_other(width),
                                         hmax=_horizontal(width, lambda r: f"max_f32x{width}(v, {r})"),  # keeps a NaN
                                         round=_best(ROUND, width, "(mode == 0 ? (f32x{w}){{{r0}}} : mode == 1 ? (f32x{w}){{{r1}}} : mode == 2 ? (f32x{w}){{{r2}}} : (f32x{w}){{{r3}}})".format(
                                           w=width, **{f"r{m}": ", ".join(f"__builtin_{fn}(x[{i}])" for i in range(width)) for m, fn in _ROUND_FN.items()})))
@@ -416,6 +424,7 @@ class VectorLoop:
     aligned = u.src[0].op is Ops.STAGE and self.lane.src[0].arg % self.w == 0
     if step == 1 and u.dtype == dtypes.float16: expr = f"ldh_{self.vt}({ptr}+{i0})"
     elif step == 1: expr = f"*(const {self.vt}{'a' if aligned else ''}*)({ptr}+{i0})"
+    elif step == 2 and u.dtype == dtypes.float32: expr = f"ld2_{self.vt}({ptr}+{i0})"
     else: expr = self._lanes(lambda i: f"{ptr}[{i0}+{step * i}]")
     return f"({self.r(u.src[2])}?{expr}:({self.vt}){{}})" if len(u.src) == 3 else expr
 

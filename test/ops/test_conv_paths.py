@@ -160,6 +160,39 @@ def test_a_conv_read_by_a_padded_copy_gets_its_own_kernel():
   items = create_schedule([x.conv2d(w1, padding=1).relu().conv2d(w2, padding=1).uop])[0]
   assert sorted(si.bufs[0].size for si in items) == sorted([8 * 22 * 22, 12 * 20 * 20, 12 * 22 * 22, 12 * 20 * 20])
 
+DEPTHWISE = [((2, 6, 34, 34), dict(padding=1)),  # rows of 34: masked loads, no padded copy
+             ((2, 6, 12, 12), dict(padding=1)),  # short rows: a padded copy
+             ((2, 5, 67, 66), dict(stride=2, padding=1)),  # 34 output columns read at stride 2, gated
+             ((1, 5, 21, 19), dict(stride=2, padding=(1, 2))),  # from a padded copy at stride 2 (two loads and a shuffle)
+             ((2, 4, 36, 35), dict(padding=(2, 0), dilation=2))]
+
+@pytest.mark.parametrize("xs,kw", DEPTHWISE)
+def test_depthwise_convs_match_torch_noopt_and_python(xs, kw):
+  c, kw = xs[1], dict(kw, groups=xs[1])
+  helper_test_op([xs, (c, 1, 3, 3), (c,)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
+  rng = np.random.default_rng(5)
+  xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal((c, 1, 3, 3), dtype=np.float32)
+  got = _grads(None, xn, wn, kw)
+  realize_mod._programs.clear()
+  with Context(NOOPT=1): plain = _grads(None, xn, wn, kw)
+  realize_mod._programs.clear()
+  for want in (plain, _grads("PYTHON", xn, wn, kw)):
+    for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
+  # the padded copy is a whole pass over memory; a depthwise conv (each window read by one output channel) spends as long
+  # on it as on the conv when its rows are long, and gates its loads instead. A dense conv keeps the copy.
+  def copies(size: int, cout: int = 8, groups: int = 8) -> int:
+    x, w = Tensor.empty(2, 8, size, size), Tensor.empty(cout, 8 // groups, 3, 3)
+    return sum(si.bufs[0].size == 2 * 8 * (size + 2) ** 2 for si in create_schedule([x.conv2d(w, padding=1, groups=groups).uop])[0])
+  assert copies(40) == 0 and copies(20) == 1
+  assert copies(40, cout=16, groups=1) == 1 and copies(40, cout=16, groups=8) == 1  # windows broadcast to 2 channels each
+  # a gated load is 0 where its gate is off: the lowered conv has no select around it
+  x, w = Tensor.empty(2, 8, 40, 40), Tensor.empty(8, 1, 3, 3)
+  ast = lower_and_simplify(create_schedule([x.conv2d(w, padding=1, groups=8).uop])[0][-1].ast)
+  loads = [u for u in ast.toposort() if u.op.name == "LOAD" and len(u.src) == 3]
+  assert loads and not any(u.op.name == "WHERE" and u.src[1] in loads for u in ast.toposort())
+
 def _has_weight_copy(x: Tensor, w: Tensor) -> bool:
   """Whether the convolution is channels last: it reads a transposed copy of the weight, made by a kernel of its own."""
   return any(si.bufs[0].size == w.numel() and len(si.bufs) == 2 for si in create_schedule([x.conv2d(w).uop])[0])

@@ -274,6 +274,19 @@ def test_gated_contiguous_loads_are_masked_vector_loads(n):
   wide = Tensor(np.ones((2, 16), np.float32)).realize().pad(((0, 0), (4, 4))) * 2  # rows of 24: vectors of 16 and 8
   assert re.search(r"= mld_f32x\d+\(data1", _render("CPU", create_schedule([wide.uop])[0][-1].ast, None).src)
 
+@pytest.mark.parametrize("n", [2, 5, 8, 16, 24, 37])
+def test_stride2_loads_are_two_vector_loads_and_a_shuffle(n):
+  # every other element (a stride-2 conv's row) is two vector loads and a shuffle, not a load per lane; the second load
+  # ends on the last element read, so a row that ends the buffer is not read past its end
+  from fusegrad.schedule import create_schedule
+  from fusegrad.codegen.program import _render
+  x = np.arange(1, 3 * (2 * n - 1) + 1, dtype=np.float32).reshape(3, 2 * n - 1)
+  for read in (lambda t: t[:, ::2], lambda t: t[:, 1::2][:, :n - 1], lambda t: t.flip(1)[:, ::2]):
+    out = read(Tensor(x).realize()) * 2 + 1
+    np.testing.assert_array_equal(out.numpy(), read(Tensor(x, device="PYTHON")).numpy() * 2 + 1)
+  src = _render("CPU", create_schedule([(Tensor(x).realize()[:, ::2] * 2).uop])[0][-1].ast, None).src
+  assert bool(re.search(r"ld2_f32x\d+\(data1", src)) == (n % 2 == 0), src.split("void ")[-1]  # even rows run as vectors, odd ones lane by lane
+
 LANE_TESTS = {  # (fn of (x, labels), shape of x): per-lane bools from ints that move by a constant from lane to lane
   "one_hot": (lambda x, y: (Tensor.arange(40, device=x.device)[None, :] == y[:, None]).where(x, 0.0), (6, 40)),
   "causal": (lambda x, y: (Tensor.arange(24, device=x.device)[:, None] >= Tensor.arange(24, device=x.device)[None, :]).where(x, -1.0), (24, 24)),

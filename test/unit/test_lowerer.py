@@ -172,10 +172,13 @@ class TestIndexMath:
       if valid: assert Evaluator([]).ev(ld.src[1], {r0: i, r1: j}, {}) == (i - 1) * 4 + j
 
   def test_pad_selects_zero_outside(self):
+    # a padded value is selected against 0 outside the source; a padded load needs no select (its gate gives 0 there)
     x, _ = source((2,))
-    k, _ = lowered(x.pad(((1, 1),)))
+    k, _ = lowered((x + 1).pad(((1, 1),)))
     wheres = [u for u in k.toposort() if u.op is Ops.WHERE]
     assert len(wheres) == 1 and wheres[0].src[2].op is Ops.CONST and wheres[0].src[2].arg == 0
+    k, _ = lowered(x.pad(((1, 1),)).pad(((2, 0),)))
+    assert not any(u.op is Ops.WHERE for u in k.toposort()) and [len(u.src) for u in k.toposort() if u.op is Ops.LOAD] == [3]
 
   def test_unpadded_read_has_no_gate(self):
     x, _ = source((3, 4))
