@@ -490,7 +490,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     return Tensor(UOp(Ops.CONTIGUOUS, x.dtype, (x.uop,)))
   def contiguous(self) -> Tensor:
     if buffers.buffer_view(self.uop) is not None: return self
-    return Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,)))
+    return self._wrap(self.uop.contiguous())  # (a CONTIGUOUS already is one, seen through reshapes)
   def detach(self) -> Tensor:
     _note_view(self.uop)
     return Tensor(UOp(Ops.DETACH, self.dtype, (self.uop,)) if self.uop.op is not Ops.DETACH else self.uop)

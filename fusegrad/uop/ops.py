@@ -521,6 +521,8 @@ class OpBuilder:
     n = len(self.shape)
     order = tuple(norm_axis(o, n) for o in _sizes(order, args))
     if sorted(order) != list(range(n)): raise TensorError(f"permute order {order} is not a permutation of the {n} dims of shape {self.shape}")
+    # a permute of a permute is one (none where they cancel: a channels-last buffer viewed channels first, then back)
+    if self.op is Ops.PERMUTE and len(self.src) == 1: return self.src[0].permute(tuple(self.arg[o] for o in order))
     return self if order == tuple(range(n)) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
   def transpose(self, dim0: int = 1, dim1: int = 0):
     if len(self.shape) < 2 and dim0 == 1 and dim1 == 0: return self
@@ -617,10 +619,10 @@ class OpBuilder:
 
   # ---- data placement (tensor level)
   def contiguous(self):
-    """CONTIGUOUS, unless self already is a whole buffer (a BUFFER, or reshapes of one)."""
+    """CONTIGUOUS, unless self already is a whole buffer (a BUFFER or a CONTIGUOUS, or reshapes of one)."""
     u = self
     while u.op is Ops.RESHAPE: u = u.src[0]
-    return self if u.op is Ops.BUFFER else UOp(Ops.CONTIGUOUS, self.dtype, (self,))
+    return self if u.op in (Ops.BUFFER, Ops.CONTIGUOUS) else UOp(Ops.CONTIGUOUS, self.dtype, (self,))
   def permuted_contiguous(self, order: tuple[int, ...]):
     """self.permute(order) in a buffer of its own, computed in self's loop order with the stores moving through the
     permutation (a weight gradient computed with the output channels innermost, in vector lanes, stores the weight's

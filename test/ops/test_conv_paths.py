@@ -257,6 +257,22 @@ def test_staged_tiles_outside_the_rows_match_noopt(xs, opt):
   get_program(si.device, si.ast, opt)(mems, [])
   np.testing.assert_allclose(np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32), want, rtol=1e-5, atol=1e-5)
 
+def test_an_output_gradient_read_channels_last_is_written_channels_last(monkeypatch):
+  # the output gradient that both gradients read is computed once; where the weight gradient reads it with channels in
+  # vector lanes, it is written so, not channels first and then copied channels last
+  from fusegrad.tensor import nn as tnn
+  monkeypatch.setattr(tnn, "_wgrad_by_channels", lambda *args: True)
+  rng = np.random.default_rng(6)
+  xn, wn = rng.standard_normal((2, 16, 12, 12), dtype=np.float32), rng.standard_normal((16, 16, 3, 3), dtype=np.float32)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  x.conv2d(w, padding=1).square().sum().backward()
+  items = create_schedule([x.grad.uop, w.grad.uop])[0]
+  assert sum(si.bufs[0].size == xn.size for si in items) == 3, "forward, the output gradient once, the input gradient"
+  tx, tw = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
+  F.conv2d(tx, tw, padding=1).square().sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-3)
+  np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-2)
+
 WGRAD_CASES = [  # x shape, w shape, kwargs; chunks of 800 floats of output gradient per group (WGRAD_BLOCK is 102400):
   # 100 images x pixels for 8 channels
   ((12, 4, 6, 6), (8, 4, 5, 5), dict(padding=1)),  # 16 pixels: 6 images a chunk, 2 chunks

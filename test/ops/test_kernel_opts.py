@@ -30,7 +30,8 @@ def test_reduce_opt_matches_noopt(r, c, axis):
   a = np.random.default_rng(r * 1000 + c).standard_normal((r, c), dtype=np.float32)
   for fn in (lambda x: x.sum(axis), lambda x: x.max(axis), lambda x: (x * 2).exp().sum(axis) + 1, lambda x: x.softmax(axis)):
     opt, ref = run_both(fn, a)
-    np.testing.assert_allclose(opt, ref, rtol=1e-5, atol=1e-5)
+    # NOOPT sums a row in order: up to 300 standard normals (|x| summing to ~250) round differently by ~3e-5
+    np.testing.assert_allclose(opt, ref, rtol=1e-5, atol=1e-4)
 
 @pytest.mark.parametrize("shape,w,stride,pad", [((2, 3, 9, 7), (5, 3, 3, 3), 1, 1), ((1, 2, 13, 11), (3, 2, 5, 3), 2, 2),
                                                ((3, 4, 6, 6), (2, 4, 1, 1), 1, 0), ((1, 1, 17, 5), (4, 1, 3, 2), 1, 0)])

@@ -136,6 +136,14 @@ class TestGraphWalk:
     from fusegrad import Variable
     assert c(3).shape == () and Variable("scalar_v", 0, 10).shape == ()
 
+  def test_permutes_compose_and_cancel(self):
+    # a channels-last buffer viewed channels first and then channels last again is the buffer: its contiguous() is free
+    x = UOp(Ops.BUFFER, dtypes.float32, (UOp(Ops.DEVICE, arg="PYTHON"),), (654321, 120)).reshape((2, 3, 4, 5))
+    assert x.permute((0, 2, 3, 1)).permute((0, 3, 1, 2)) is x
+    assert x.permute((1, 0, 2, 3)).permute((0, 2, 1, 3)) is x.permute((1, 2, 0, 3))
+    c = x.permute((0, 2, 3, 1)).contiguous()
+    assert c.op is Ops.CONTIGUOUS and c.contiguous() is c and c.reshape((2, 60)).contiguous().op is Ops.RESHAPE
+
   def test_device_and_shape(self):
     dev = UOp(Ops.DEVICE, arg="PYTHON")
     buf = UOp(Ops.BUFFER, dtypes.float32, (dev,), (123456, 6))
