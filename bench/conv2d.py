@@ -31,13 +31,13 @@ def _forward_row(name, x, w, kw, reps, torch) -> tuple[Row, float]:
   """The wall-clock row of one conv's forward pass, and fusegrad's kernel seconds."""
   tx, tw = Tensor(x).realize(), Tensor(w).realize()
   def fg(): return tx.conv2d(tw, **kw).realize()
-  fg_wall, fg_kern, _ = fg_times(fg, reps, warmup=1)
+  fg_wall, fg_kern, _ = fg_times(fg, reps, warmup=3)  # new buffers and idle threads make the first calls slow
   ref_s = None
   if torch is not None:
     px, pw = torch.from_numpy(x), torch.from_numpy(w)
     with torch.no_grad():
       check_close(f"conv2d {name}", fg().numpy(), torch.nn.functional.conv2d(px, pw, **kw).numpy(), rtol=1e-3, atol=1e-3)
-      ref_s = best_wall(lambda: torch.nn.functional.conv2d(px, pw, **kw), reps, warmup=1)
+      ref_s = best_wall(lambda: torch.nn.functional.conv2d(px, pw, **kw), reps, warmup=3)
   return Row(f"conv2d {name} (wall)", fg_wall * 1e3, ref_s * 1e3 if ref_s else None, "ms/call", False, "PyTorch"), fg_kern
 
 def _train_row(name, x, w, kw, reps, torch) -> Row:
@@ -48,7 +48,7 @@ def _train_row(name, x, w, kw, reps, torch) -> Row:
     (tx.conv2d(tw, **kw).square().sum() / 2).backward()
     Tensor.realize(tx.grad, tw.grad)
     return tx.grad, tw.grad
-  fg_wall, _, _ = fg_times(fg, reps, warmup=1)
+  fg_wall, _, _ = fg_times(fg, reps, warmup=2)
   ref_s = None
   if torch is not None:
     px, pw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
@@ -57,7 +57,7 @@ def _train_row(name, x, w, kw, reps, torch) -> Row:
       (torch.nn.functional.conv2d(px, pw, **kw).square().sum() / 2).backward()
     ref()
     check_close(f"conv2d {name} weight gradient", fg()[1].numpy(), pw.grad.numpy(), rtol=2e-3, atol=2e-3)
-    ref_s = best_wall(ref, reps, warmup=1)
+    ref_s = best_wall(ref, reps, warmup=2)
   return Row(f"conv2d {name} forward+backward (wall)", fg_wall * 1e3, ref_s * 1e3 if ref_s else None, "ms/step", False, "PyTorch")
 
 def rows(reps: int = 5) -> list[Row]:

@@ -41,16 +41,18 @@ def _conv_pads(padding: Any, k_: tuple[int, ...], d_: tuple[int, ...], s_: tuple
   if len(p) == 2 * n: return [(p[2 * (n - 1 - i)], p[2 * (n - 1 - i) + 1]) for i in range(n)]
   raise TensorError(f"padding {padding} needs 1, {n} or {2 * n} values for {n} spatial dims")
 
-def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]) -> Callable:
-  """The gradients of a convolution of the padded input xp with the weight w, red being its (bs, g, cout/g, *o) sum.
+def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...], pads: list[tuple[int, int]] | None) -> Callable:
+  """The gradients of a convolution of the padded input xp with the weight w, red being its (bs, g, cout/g, *o) sum;
+  with `pads`, of the input x that xp pads (symmetric pads of a stride-1 convolution).
   The composed graph is correct but slow: its input gradient sums k shifted copies of a buffer k times the input's
   size, and its weight gradient reads both operands along a short spatial row. So the input gradient of a stride-1
-  convolution is conv_transpose2d of the output gradient with the same weight (padded by the kernel's span, convolved
-  with the flipped weight), and the weight gradient reduces both operands copied batch-last, where the batch joins the
+  convolution is conv_transpose2d of the output gradient with the same weight (padded by the kernel's span less the
+  convolution's padding, convolved with the flipped weight), and the weight gradient reduces both operands copied batch-last, where the batch joins the
   image rows into one long contiguous reduction (MNIST's 5x5 weight gradient ran 3.5x faster), or, where the target's
   registers make that tile spill, with the output channels in vector lanes (_wgrad_by_channels). Strided input
   gradients keep the composed graph."""
-  def vjp(g: Tensor, xp: Tensor, w: Tensor, needs: tuple[bool, bool]) -> tuple:
+  def vjp(g: Tensor, x: Tensor, w: Tensor, needs: tuple[bool, bool]) -> tuple:
+    xp = x if pads is None else x.pad(((0, 0), (0, 0), *pads))
     bs, (cout, cin, *k_) = xp.shape[0], w.shape
     n, o_ = len(k_), g.shape[2:]
     gx = gw = None
@@ -58,7 +60,8 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
     # computed once for both gradients, channels last where the weight gradient reads it so (computed channels first,
     # it was copied again channels last: 2.9 of a 3x3 64-channel layer's 26 ms step at 56x56, batch 8)
     if all(needs): g = g.permute(0, *range(2, 2 + n), 1).contiguous().permute(0, n + 1, *range(1, n + 1)) if by_channels else g.contiguous()
-    if needs[0] and all(s == 1 for s in s_): gx = g.conv_transpose2d(w, groups=groups, dilation=d_).cast(xp.dtype)
+    if needs[0] and all(s == 1 for s in s_):
+      gx = g.conv_transpose2d(w, groups=groups, dilation=d_, padding=tuple(b for b, _ in pads or [(0, 0)] * n)).cast(xp.dtype)
     elif needs[0]: gx = type(g)(compute_gradient(red.uop, g.reshape(red.shape).uop, {xp.uop})[xp.uop])
     if by_channels: gw = _wgrad_channels_last(g, xp, w.shape, groups, s_, d_).cast(w.dtype)
     elif needs[1]:
@@ -329,7 +332,8 @@ class NNMixin(TensorMixin):
     # an input computed by elementwise ops (the previous layer's bias and ReLU) is computed once into a buffer: fused,
     # the convolution would recompute each value for every kernel tap and output-channel tile that reads it
     if x.uop.base.op in GroupOp.Elementwise: x = x.contiguous()
-    xp = x.pad(((0, 0), (0, 0), *_conv_pads(padding, k_, d_, s_)))
+    pads = _conv_pads(padding, k_, d_, s_)
+    xp = x.pad(((0, 0), (0, 0), *pads))
     xw = xp._pool(k_, s_, d_)  # (bs, cin_all, *o, *k)
     o_, rcout = xw.shape[2:2 + n], cout // groups
     xw = xw.reshape(bs, groups, cin, *o_, *k_).permute(0, 1, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))  # (bs, g, *o, cin, *k)
@@ -351,7 +355,11 @@ class NNMixin(TensorMixin):
     else:
       w = weight.reshape(1, groups, rcout, *(1,) * n, cin, *k_)
       red = (xw.reshape(bs, groups, 1, *o_, cin, *k_) * w).sum(tuple(range(-1 - n, 0)), dtype=dtype)  # (bs, g, rcout, *o)
-    out = with_gradient(red.reshape(bs, cout, *o_), (xp, weight), _conv_vjp(red, groups, s_, d_))
+    # a stride-1 conv padded alike on both sides, within the kernel's span, takes its input gradient for x itself: a
+    # transposed conv with that padding. For the padded copy, the border computed was then cropped off (a 56x56 layer
+    # computed 58x58) and the crop copied
+    direct = all(s == 1 for s in s_) and all(b == a <= d * (k - 1) for (b, a), d, k in zip(pads, d_, k_))
+    out = with_gradient(red.reshape(bs, cout, *o_), (x if direct else xp, weight), _conv_vjp(red, groups, s_, d_, pads if direct else None))
     if bias is not None: out = out + bias.reshape(1, cout, *(1,) * n)
     return out.squeeze(0) if unbatched else out
   def conv1d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
