@@ -2,7 +2,7 @@
 
 Names follow tinygrad.helpers, so `from tinygrad.helpers import getenv, tqdm, fetch, ...` works with fusegrad."""
 from __future__ import annotations
-import contextlib, ctypes, functools, hashlib, os, pathlib, platform, re, shutil, sys, tempfile, time, weakref
+import contextlib, ctypes, functools, hashlib, math, os, pathlib, platform, re, shutil, sys, tempfile, time, weakref
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Iterator, Sequence, TypeVar
@@ -16,8 +16,7 @@ class TensorError(RuntimeError, ValueError):
   """A tensor op called with arguments that do not fit (shapes, sizes, dims): a RuntimeError, the type torch raises for
   the same mistake, and a ValueError, so code written against earlier fusegrad or tinygrad still catches it."""
 
-def prod(xs: Iterable[Any], start: Any = 1) -> Any:
-  return functools.reduce(lambda a, b: a * b, xs, start)
+def prod(xs: Iterable[Any], start: Any = 1) -> Any: return math.prod(xs, start=start)  # (symbolic sizes multiply as UOps)
 
 class cached_property:
   """functools.cached_property without its per-instance lock (Python 3.11 takes one on every first read, which costs

@@ -4,7 +4,7 @@ activations, dropout and normalisation, losses, attention.
 Tensor inherits NNMixin. Everything here is built from the core lazy ops (movement, elementwise, reduce), so it fuses
 like any other graph."""
 from __future__ import annotations
-import math, struct
+import itertools, math, struct
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 from fusegrad.dtype import DType, dtypes
 from fusegrad.helpers import TensorError, flatten, prod
@@ -62,6 +62,7 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
     if all(needs): g = g.permute(0, *range(2, 2 + n), 1).contiguous().permute(0, n + 1, *range(1, n + 1)) if by_channels else g.contiguous()
     if needs[0] and all(s == 1 for s in s_):
       gx = g.conv_transpose2d(w, groups=groups, dilation=d_, padding=tuple(b for b, _ in pads or [(0, 0)] * n)).cast(xp.dtype)
+    elif needs[0] and all(d == 1 for d in d_): gx = _input_grad_by_phases(g, w, xp.shape, groups, s_).cast(xp.dtype)
     elif needs[0]: gx = type(g)(compute_gradient(red.uop, g.reshape(red.shape).uop, {xp.uop})[xp.uop])
     if by_channels: gw = _wgrad_channels_last(g, xp, w.shape, groups, s_, d_).cast(w.dtype)
     elif needs[1]:
@@ -72,6 +73,25 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
       gw = (gt * xw).sum(tuple(range(-1 - n, 0))).reshape(cout, cin, *k_).cast(w.dtype)
     return gx, gw
   return vjp
+
+def _input_grad_by_phases(g: Tensor, w: Tensor, xp_shape: tuple[int, ...], groups: int, s_: tuple[int, ...]) -> Tensor:
+  """The gradient of a strided convolution's padded input xp (dilation 1), one stride-1 transposed convolution per phase:
+  the positions i with i % s == r take the kernel taps r, r + s, ... (w[..., r::s]), and the phases interleaved are the
+  gradient. The composed gradient wrote a column buffer of every tap's product, 9x the output gradient for a 3x3 kernel,
+  and summed it into the input (ResNet's 3x3 stride-2 64->128 layer at 56x56, batch 8: 7.7 ms)."""
+  n, k_, (bs, cin_all, *size) = len(s_), w.shape[2:], xp_shape
+  spans = [-(-sz // s) for sz, s in zip(size, s_)]  # positions per phase (the first phase's; others pad to it)
+  phases = []
+  for r in itertools.product(*(range(s) for s in s_)):
+    if any(ri >= k for ri, k in zip(r, k_)):  # a phase no tap reaches (a 1x1 kernel's odd positions): zeros
+      phases.append(g.zeros_like().shrink(((0, bs), (0, 1), *((0, 1),) * n)).expand(bs, cin_all, *spans))
+      continue
+    part = g.conv_transpose2d(w[(slice(None), slice(None), *(slice(ri, None, s) for ri, s in zip(r, s_)))], groups=groups)
+    phases.append(part.pad(((0, 0), (0, 0), *((0, sp - ps) for sp, ps in zip(spans, part.shape[2:])))) if part.shape[2:] != tuple(spans) else part)
+  # (s_0 * s_1 ..., bs, c, *spans) -> (bs, c, span_0, s_0, span_1, s_1, ...) -> rows of span * s, cut to the input's size
+  out = type(g).stack(*phases).reshape(*s_, bs, cin_all, *spans).permute(n, n + 1, *flatten((n + 2 + i, i) for i in range(n)))
+  out = out.reshape(bs, cin_all, *(sp * s for sp, s in zip(spans, s_)))
+  return out.shrink(((0, bs), (0, cin_all), *((0, sz) for sz in size)))
 
 WGRAD_BLOCK = 102_400  # floats of output gradient summed into one partial weight gradient (see _wgrad_channels_last)
 

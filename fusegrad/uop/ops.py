@@ -509,7 +509,7 @@ class OpBuilder:
       shape = tuple(self.size // known if s == -1 else s for s in shape)
     if prod(shape) != self.size:
       raise TensorError(f"cannot reshape tensor of shape {self.shape} ({self.size} elements) into {shape} ({prod(shape)} elements)")
-    return self if shape == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), shape)
+    return self if shape == self.shape else _movement(Ops.RESHAPE, self, shape)
   def expand(self, shape, *args):
     shape = _sizes(shape, args)
     if len(shape) < len(self.shape): raise TensorError(f"expand to {shape} has fewer dims than the tensor's shape {self.shape}")
@@ -523,7 +523,12 @@ class OpBuilder:
     if sorted(order) != list(range(n)): raise TensorError(f"permute order {order} is not a permutation of the {n} dims of shape {self.shape}")
     # a permute of a permute is one (none where they cancel: a channels-last buffer viewed channels first, then back)
     if self.op is Ops.PERMUTE and len(self.src) == 1: return self.src[0].permute(tuple(self.arg[o] for o in order))
-    return self if order == tuple(range(n)) else UOp(Ops.PERMUTE, self.dtype, (self,), order)
+    if order == tuple(range(n)): return self
+    u = UOp(Ops.PERMUTE, self.dtype, (self,), order)
+    if "shape" not in u.__dict__ and self.vshape is self.shape and self.tensor_level:  # its facts now, as _movement's
+      shape = tuple(self.shape[i] for i in order)
+      u.__dict__.update(shape=shape, vshape=shape, device=self.device, tensor_level=True)
+    return u
   def transpose(self, dim0: int = 1, dim1: int = 0):
     if len(self.shape) < 2 and dim0 == 1 and dim1 == 0: return self
     order = list(range(len(self.shape)))

@@ -291,6 +291,42 @@ def test_input_gradient_of_a_padded_conv(kw, tpad):
   np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-4, atol=1e-3)
 
+STRIDED = [((2, 3, 11, 11), (8, 3, 3, 3), dict(stride=2, padding=1)), ((2, 4, 12, 9), (6, 4, 1, 1), dict(stride=2)),
+           ((1, 3, 13, 10), (4, 3, 5, 5), dict(stride=(3, 2), padding=2)), ((2, 6, 9, 9), (6, 1, 3, 3), dict(stride=2, padding=1, groups=6)),
+           ((2, 4, 10, 11), (8, 2, 2, 4), dict(stride=2, groups=2, padding=(1, 0))), ((2, 3, 14), (5, 3, 4), dict(stride=3, padding=1)),
+           ((1, 2, 5, 6, 7), (3, 2, 3, 2, 3), dict(stride=2))]
+
+@pytest.mark.parametrize("xs,ws,kw", STRIDED)
+def test_strided_input_gradient_by_phases(xs, ws, kw):
+  # the gradient of a strided conv's input is one stride-1 transposed conv per phase of the stride (kernel taps r, r+s,
+  # ...), interleaved: against torch, NOOPT and PYTHON, with a phase no tap reaches (1x1 and 2-wide kernels at stride 2
+  # or 3) and 1-d and 3-d convs
+  rng = np.random.default_rng(8)
+  xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
+  conv = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(xs)]
+  tx, tw = torch.tensor(xn, requires_grad=True), torch.tensor(wn, requires_grad=True)
+  tout = conv(tx, tw, **kw)
+  gn = rng.standard_normal(tuple(tout.shape), dtype=np.float32)
+  (tout * torch.tensor(gn)).sum().backward()
+  def grads(device):
+    x, w = Tensor(xn, device=device, requires_grad=True), Tensor(wn, device=device, requires_grad=True)
+    (_fg_conv(kw)(x, w, None) * Tensor(gn, device=device)).sum().backward()
+    return x.grad.numpy(), w.grad.numpy()
+  got = grads(None)
+  np.testing.assert_allclose(got[0], tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(got[1], tw.grad.numpy(), rtol=1e-4, atol=1e-3)
+  realize_mod._programs.clear()
+  with Context(NOOPT=1): plain = grads(None)
+  realize_mod._programs.clear()
+  for want in (plain, grads("PYTHON")):
+    for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+def test_strided_input_gradient_writes_no_column_buffer():
+  # the composed gradient wrote every tap's product (9x the output gradient for a 3x3 kernel) and summed it into the input
+  xs = (2, 8, 16, 16)
+  items = _schedule(xs, (16, 8, 3, 3), stride=2, padding=1)
+  assert max(b.size for si in items for b in si.bufs) == 2 * 8 * 18 * 18  # the padded input is the largest (taps: 2 * 8 * 9 * 8 * 8)
+
 WGRAD_CASES = [  # x shape, w shape, kwargs; chunks of 800 floats of output gradient per group (WGRAD_BLOCK is 102400):
   # 100 images x pixels for 8 channels
   ((12, 4, 6, 6), (8, 4, 5, 5), dict(padding=1)),  # 16 pixels: 6 images a chunk, 2 chunks
