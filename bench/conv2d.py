@@ -1,7 +1,8 @@
 """conv2d against torch.nn.functional.conv2d: ResNet's 3x3 64->64 channels at 56x56, batch 8, padding 1 (wall clock and
 GFLOP/s), then the other forms networks use, each as wall clock per call: ResNet's stride-2 downsampling 3x3 and
 its 1x1 expansion, MobileNetV2's depthwise 3x3 (stride 1 and 2), a depthwise layer on small images, a grouped 3x3
-(ResNeXt), and a training step (forward, input and weight gradients) of the 3x3 and of the depthwise conv.
+(ResNeXt), and a training step (forward, input and weight gradients) of the 3x3 (stride 1 and 2) and of the
+depthwise conv.
 
 Rows: ms per call (wall clock, inputs already realized; fusegrad includes building and scheduling the graph with a warm
 kernel cache) and GFLOP/s (fusegrad from kernel time, GlobalCounters.time_sum_s; PyTorch from wall time).
@@ -19,7 +20,7 @@ FORMS = [("3x3 s2 64->128 56x56 b8", (8, 64, 128, 56, 3), dict(stride=2, padding
          ("depthwise 3x3 s2 96ch 112x112 b8", (8, 96, 96, 112, 3), dict(stride=2, padding=1, groups=96)),
          ("depthwise 3x3 512ch 14x14 b16", (16, 512, 512, 14, 3), dict(padding=1, groups=512)),
          ("grouped 3x3 g32 128ch 28x28 b8", (8, 128, 128, 28, 3), dict(padding=1, groups=32))]
-TRAINED = ["3x3 64->64 56x56 b8", "depthwise 3x3 144ch 56x56 b8"]
+TRAINED = ["3x3 64->64 56x56 b8", "3x3 s2 64->128 56x56 b8", "depthwise 3x3 144ch 56x56 b8"]
 
 def _data(shape, kw, rng):
   n, cin, cout, size, k = shape

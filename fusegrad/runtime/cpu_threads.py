@@ -2,8 +2,11 @@
 the workers, runs slice 0 itself and waits for the rest, all without the GIL. A Python thread pool cost ~80 us per
 launch (submit, GIL handoffs, futures), more than a whole decode-sized kernel: a LLaMA token is ~600 such launches.
 
-Workers spin briefly after each job, because kernels of one schedule follow each other within microseconds, then
-sleep on a condition variable so an idle process costs nothing."""
+Workers spin for SPIN_US after each job, then sleep on a condition variable so an idle process costs nothing. The
+kernels of one schedule follow each other within microseconds, but eager code builds the next op's graph in Python
+between them (a conv's 0.2 ms); a worker that had gone to sleep must be woken, which on a VM took long enough that the
+first kernels after a pause ran at half speed (a grouped 3x3 conv 0.6 -> 1.2 ms after 0.3 s idle). Spinning is timed,
+not counted: a pause instruction takes 10 to 140 cycles depending on the CPU."""
 from __future__ import annotations
 import ctypes, hashlib
 from fusegrad.renderer import ProgramSpec
@@ -12,6 +15,7 @@ POOL_SRC = r"""
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 #include <unistd.h>
 typedef void (*task_fn)(void **bufs, const int *vars, int core_id, int n_cores);
 static task_fn job_fn; static void **job_bufs; static const int *job_vars; static int job_n;
@@ -29,12 +33,18 @@ static inline void relax(void) {
 #endif
 }
 
+static long long now_us(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1000000LL + t.tv_nsec / 1000; }
+
 static void *worker(void *arg) {
   /* the generation before the worker's first job, known when it was created (it may start after that job is posted) */
   int id = (int)((long)arg & 0xffff), seen = (int)((long)arg >> 16);
   for (;;) {
-    int g, spins = 0;
-    while ((g = atomic_load_explicit(&generation, memory_order_acquire)) == seen && ++spins < SPINS) relax();
+    int g;
+    long long until = now_us() + SPIN_US;
+    for (int spins = 1; (g = atomic_load_explicit(&generation, memory_order_acquire)) == seen; spins++) {
+      relax();
+      if (spins % 64 == 0 && now_us() > until) break;  /* the clock is read every 64 pauses: a vDSO call, ~20 ns */
+    }
     if (g == seen) {
       pthread_mutex_lock(&wake_mu);
       while ((g = atomic_load_explicit(&generation, memory_order_acquire)) == seen) pthread_cond_wait(&wake, &wake_mu);
@@ -75,7 +85,8 @@ int pool_run(task_fn fn, void **bufs, const int *vars, int n) {
   return 0;
 }
 """
-SPINS = 4000  # ~50-200 us of pause instructions: longer than the gap between a schedule's kernels
+SPINS = 4000  # pauses the caller spins on a worker that has not finished before yielding its core
+SPIN_US = 1000  # how long a worker spins for the next job before it sleeps
 
 def task_symbol(spec: ProgramSpec) -> str:
   """The one symbol a kernel's library exports: named by its source, so kernels of the same name (E_32 of different
@@ -94,7 +105,7 @@ def kernel_source(spec: ProgramSpec) -> str:
   return (spec.src.replace(head, KERNEL_MARK + "static " + head, 1) +
           f"\nvoid {task_symbol(spec)}(void **b, const int *v, int core_id, int n_cores) {{ {spec.name}({', '.join(args)}); }}\n")
 
-def pool_source() -> str: return f"#define SPINS {SPINS}\n" + POOL_SRC
+def pool_source() -> str: return f"#define SPINS {SPINS}\n#define SPIN_US {SPIN_US}\n" + POOL_SRC
 
 def load_pool(lib_path: str):
   """pool_run from the compiled pool library."""
