@@ -3,7 +3,7 @@
 Import this module before numpy: it drops OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from this process's environment, which
 (set on some machines for old OpenBLAS builds) make a current numpy pick a slow kernel and the reference unfair."""
 from __future__ import annotations
-import os, sys, time, platform, statistics
+import os, sys, time, platform, statistics, threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -72,11 +72,28 @@ def env_info() -> str:
 
 # ---- timers ----
 SETTLE_S = 0.2  # OpenBLAS's threads spin for 10-50 ms after a call: a fusegrad matmul timed then ran at the one-core rate
+SETTLE_MAX_S = 5.0  # PyTorch's threads kept 2 cores busy for over a second after its AVX2 depthwise conv
+
+def _other_threads_cpu() -> int:
+  """CPU time (clock ticks) used so far by this process's threads other than the calling one (0 where /proc is missing)."""
+  me, total = threading.get_native_id(), 0
+  try:
+    for tid in os.listdir("/proc/self/task"):
+      if int(tid) == me: continue
+      with open(f"/proc/self/task/{tid}/stat") as f: fields = f.read().rsplit(")", 1)[1].split()
+      total += int(fields[11]) + int(fields[12])  # utime, stime
+  except (OSError, ValueError, IndexError): return 0
+  return total
 
 def settle():
   """Wait until the threads of the library timed or checked before (OpenBLAS, PyTorch's OpenMP) stop spinning, so the
-  next timing has the cores to itself."""
+  next timing has the cores to itself: at least SETTLE_S, then until the other threads use no CPU for 50 ms."""
   time.sleep(SETTLE_S)
+  deadline = time.perf_counter() + SETTLE_MAX_S
+  while time.perf_counter() < deadline:
+    before = _other_threads_cpu()
+    time.sleep(0.05)
+    if _other_threads_cpu() - before < 1: return
 
 def wall_times(fn: Callable[[], object], reps: int, warmup: int = 1) -> list[float]:
   """Wall-clock seconds of each of `reps` calls of fn, after settle() and `warmup` untimed calls."""
