@@ -1,8 +1,5 @@
 """conv2d against torch.nn.functional.conv2d: ResNet's 3x3 64->64 channels at 56x56, batch 8, padding 1 (wall clock and
-GFLOP/s), then the other forms networks use, each as wall clock per call: ResNet's stride-2 downsampling 3x3 and
-its 1x1 expansion, MobileNetV2's depthwise 3x3 (stride 1 and 2), a depthwise layer on small images, a grouped 3x3
-(ResNeXt), and a training step (forward, input and weight gradients) of the 3x3 (stride 1 and 2) and of the
-depthwise conv.
+GFLOP/s). bench/conv_forms.py times the other forms networks use from here (form_rows).
 
 Rows: ms per call (wall clock, inputs already realized; fusegrad includes building and scheduling the graph with a warm
 kernel cache) and GFLOP/s (fusegrad from kernel time, GlobalCounters.time_sum_s; PyTorch from wall time).
@@ -61,16 +58,21 @@ def _train_row(name, x, w, kw, reps, torch) -> Row:
     ref_s = best_wall(ref, reps, warmup=2)
   return Row(f"conv2d {name} forward+backward (wall)", fg_wall * 1e3, ref_s * 1e3 if ref_s else None, "ms/step", False, "PyTorch")
 
+NAME = f"3x3 {CIN}->{COUT} {H}x{W} b{N}"
+
 def rows(reps: int = 5) -> list[Row]:
   rng, torch = np.random.default_rng(0), get_torch()
-  name, kw = f"3x3 {CIN}->{COUT} {H}x{W} b{N}", dict(padding=1)
+  kw = dict(padding=1)
   x, w = _data((N, CIN, COUT, H, K), kw, rng)
-  wall, fg_kern = _forward_row(name, x, w, kw, reps, torch)
+  wall, fg_kern = _forward_row(NAME, x, w, kw, reps, torch)
   flops = 2 * N * COUT * H * W * CIN * K * K
-  out = [wall, Row(f"conv2d {name}", flops / fg_kern * 1e-9, flops / (wall.reference * 1e-3) * 1e-9 if wall.reference else None, "GFLOP/s", True, "PyTorch")]
-  cases = {name: (x, w, kw), **{n: (*_data(shape, k, rng), k) for n, shape, k in FORMS}}
-  out += [_forward_row(n, *cases[n], reps, torch)[0] for n, _, _ in FORMS]
-  return out + [_train_row(n, *cases[n], reps, torch) for n in TRAINED]
+  return [wall, Row(f"conv2d {NAME}", flops / fg_kern * 1e-9, flops / (wall.reference * 1e-3) * 1e-9 if wall.reference else None, "GFLOP/s", True, "PyTorch")]
+
+def form_rows(reps: int = 5) -> list[Row]:
+  """The wall clock of each of FORMS, then of a training step of each of TRAINED."""
+  rng, torch = np.random.default_rng(1), get_torch()
+  cases = {n: (*_data(shape, k, rng), k) for n, shape, k in [(NAME, (N, CIN, COUT, H, K), dict(padding=1)), *FORMS]}
+  return [_forward_row(n, *cases[n], reps, torch)[0] for n, _, _ in FORMS] + [_train_row(n, *cases[n], reps, torch) for n in TRAINED]
 
 if __name__ == "__main__":
   run_standalone(rows)

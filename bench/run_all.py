@@ -1,13 +1,13 @@
 """Run every benchmark in bench/ and print one table: workload | fusegrad | reference | ratio | unit.
 
-usage: python bench/run_all.py [name ...]   (names: matmul conv2d norms mnist_step tiny_mnist resnet18 overhead beam; default all)
+usage: python bench/run_all.py [name ...]   (names: matmul conv2d norms mnist_step tiny_mnist resnet18 overhead conv_forms beam; default all)
 Each script also runs alone: python bench/<name>.py"""
 import sys, time, traceback
 from common import print_table, print_problems, env_info, PROBLEMS  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
-import matmul, conv2d, norms, mnist_step, tiny_mnist, resnet18, overhead, beam
+import matmul, conv2d, norms, mnist_step, tiny_mnist, resnet18, overhead, conv_forms, beam
 
 SUITE = {"matmul": matmul, "conv2d": conv2d, "norms": norms, "mnist_step": mnist_step, "tiny_mnist": tiny_mnist, "resnet18": resnet18,
-         "overhead": overhead, "beam": beam}
+         "overhead": overhead, "conv_forms": conv_forms, "beam": beam}
 
 def main(names: list[str]):
   print(env_info(), flush=True)
