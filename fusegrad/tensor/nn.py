@@ -47,10 +47,11 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
   The composed graph is correct but slow: its input gradient sums k shifted copies of a buffer k times the input's
   size, and its weight gradient reads both operands along a short spatial row. So the input gradient of a stride-1
   convolution is conv_transpose2d of the output gradient with the same weight (padded by the kernel's span less the
-  convolution's padding, convolved with the flipped weight), and the weight gradient reduces both operands copied batch-last, where the batch joins the
-  image rows into one long contiguous reduction (MNIST's 5x5 weight gradient ran 3.5x faster), or, where the target's
-  registers make that tile spill, with the output channels in vector lanes (_wgrad_by_channels). Strided input
-  gradients keep the composed graph."""
+  convolution's padding, convolved with the flipped weight), a strided one such transposed convolutions by phases
+  (_input_grad_by_phases; dilated strided ones keep the composed graph), and the weight gradient reduces both operands
+  copied batch-last, where the batch joins the image rows into one long contiguous reduction (MNIST's 5x5 weight
+  gradient ran 3.5x faster), or, where the target's registers make that tile spill, with the output channels in vector
+  lanes (_wgrad_by_channels)."""
   def vjp(g: Tensor, x: Tensor, w: Tensor, needs: tuple[bool, bool]) -> tuple:
     xp = x if pads is None else x.pad(((0, 0), (0, 0), *pads))
     bs, (cout, cin, *k_) = xp.shape[0], w.shape
@@ -84,7 +85,7 @@ def _input_grad_by_phases(g: Tensor, w: Tensor, xp_shape: tuple[int, ...], group
   phases = []
   for r in itertools.product(*(range(s) for s in s_)):
     if any(ri >= k for ri, k in zip(r, k_)):  # a phase no tap reaches (a 1x1 kernel's odd positions): zeros
-      phases.append(g.zeros_like().shrink(((0, bs), (0, 1), *((0, 1),) * n)).expand(bs, cin_all, *spans))
+      phases.append(type(g).zeros(bs, cin_all, *spans, dtype=g.dtype, device=g.device))
       continue
     part = g.conv_transpose2d(w[(slice(None), slice(None), *(slice(ri, None, s) for ri, s in zip(r, s_)))], groups=groups)
     phases.append(part.pad(((0, 0), (0, 0), *((0, sp - ps) for sp, ps in zip(spans, part.shape[2:])))) if part.shape[2:] != tuple(spans) else part)
