@@ -88,7 +88,7 @@ def _input_grad_by_phases(g: Tensor, w: Tensor, xp_shape: tuple[int, ...], group
       phases.append(type(g).zeros(bs, cin_all, *spans, dtype=g.dtype, device=g.device))
       continue
     part = g.conv_transpose2d(w[(slice(None), slice(None), *(slice(ri, None, s) for ri, s in zip(r, s_)))], groups=groups)
-    phases.append(part.pad(((0, 0), (0, 0), *((0, sp - ps) for sp, ps in zip(spans, part.shape[2:])))) if part.shape[2:] != tuple(spans) else part)
+    phases.append(part.pad(((0, 0), (0, 0), *((0, sp - ps) for sp, ps in zip(spans, part.shape[2:])))))
   # (s_0 * s_1 ..., bs, c, *spans) -> (bs, c, span_0, s_0, span_1, s_1, ...) -> rows of span * s, cut to the input's size
   out = type(g).stack(*phases).reshape(*s_, bs, cin_all, *spans).permute(n, n + 1, *flatten((n + 2 + i, i) for i in range(n)))
   out = out.reshape(bs, cin_all, *(sp * s for sp, s in zip(spans, s_)))

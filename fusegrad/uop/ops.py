@@ -156,9 +156,10 @@ def _known_facts(u: UOp) -> None:
     if device is None: device = s.device
   u.__dict__.update(shape=shape, vshape=shape, device=device, tensor_level=True)
 
-def _movement(op: Ops, x: UOp, shape: tuple[int, ...]) -> UOp:
-  """RESHAPE or EXPAND of a concrete tensor-level node to `shape`, with its facts set now (as _known_facts does)."""
-  u = UOp(op, x.dtype, (x,), shape)
+def _movement(op: Ops, x: UOp, shape: tuple[int, ...], arg: Any = None) -> UOp:
+  """RESHAPE, EXPAND or PERMUTE (arg: its order) of a concrete tensor-level node to `shape`, with its facts set now (as
+  _known_facts does)."""
+  u = UOp(op, x.dtype, (x,), shape if arg is None else arg)
   if "shape" not in u.__dict__: u.__dict__.update(shape=shape, vshape=shape, device=x.device, tensor_level=x.tensor_level)
   return u
 
@@ -524,11 +525,8 @@ class OpBuilder:
     # a permute of a permute is one (none where they cancel: a channels-last buffer viewed channels first, then back)
     if self.op is Ops.PERMUTE and len(self.src) == 1: return self.src[0].permute(tuple(self.arg[o] for o in order))
     if order == tuple(range(n)): return self
-    u = UOp(Ops.PERMUTE, self.dtype, (self,), order)
-    if "shape" not in u.__dict__ and self.vshape is self.shape and self.tensor_level:  # its facts now, as _movement's
-      shape = tuple(self.shape[i] for i in order)
-      u.__dict__.update(shape=shape, vshape=shape, device=self.device, tensor_level=True)
-    return u
+    if self.vshape is not self.shape: return UOp(Ops.PERMUTE, self.dtype, (self,), order)  # symbolic dims: derived later
+    return _movement(Ops.PERMUTE, self, tuple(self.shape[i] for i in order), order)
   def transpose(self, dim0: int = 1, dim1: int = 0):
     if len(self.shape) < 2 and dim0 == 1 and dim1 == 0: return self
     order = list(range(len(self.shape)))
