@@ -42,6 +42,7 @@ class Block:
   depth: int = 0
   items: list = field(default_factory=list)
   inner: "Block | None" = None  # the nested output loop, emitted after this block's own items
+  reduce: bool = False  # a reduce's loop (not an output or staging loop)
 
 def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
   """`opt` (default: the heuristic's choice for `target`) applied, then: output loops nest outermost-first and each holds the nodes that depend on it; a reduce's loop is emitted as a unit
@@ -69,10 +70,10 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
     parent.inner = block_of[r] = Block(r, parent.depth + 1)
     parent = parent.inner
   # reduce loops nest under the block of their result; outer reduces come later in toposort, so walk backwards
-  def nest(parent: Block, rngs) -> tuple[Block, Block]:
+  def nest(parent: Block, rngs, reduce: bool = True) -> tuple[Block, Block]:
     outer = None
     for r in rngs:
-      b = block_of[r] = Block(r, parent.depth + 1)
+      b = block_of[r] = Block(r, parent.depth + 1, reduce=reduce)
       if outer is None: outer = b
       else: parent.inner = b
       parent = b
@@ -82,7 +83,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
   def loop_parent(u: UOp) -> Block: return deepest(frozenset().union(*[outer_deps(m) for m in group_of[u]]))
   loops: dict[UOp, tuple[Block, Block]] = {}
   for u in reversed(order):
-    if u.op is Ops.STAGE: loops[u] = nest(deepest(deps[u]), u.src[2:])
+    if u.op is Ops.STAGE: loops[u] = nest(deepest(deps[u]), u.src[2:], reduce=False)
     if u.op is not Ops.REDUCE: continue
     if (first := group_of[u][0]) in loops:
       loops[u] = loops[first]
@@ -90,9 +91,10 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
     loops[first] = loops[u] = nest(loop_parent(u), u.src[1:])
   accs = {u: UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(_op(u), u.dtype)),), u) for u in group_of}
   placed: set[int] = set()
+  home_of: dict[UOp, Block] = {}
   for u in order:
     if u.op in (Ops.RANGE, Ops.SINK): continue
-    home = deepest(deps[u])
+    home = home_of[u] = deepest(deps[u])
     if u.op is Ops.STAGE:  # declared at the top of the kernel, filled by its own loop nest before its first reader
       outer, inner = loops[u]
       inner.items.append(UOp(Ops.STORE, dtypes.void, (u, u.src[1], u.src[0])))
@@ -107,6 +109,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
         placed.add(id(outer))
         loop_parent(u).items += [*(accs[m] for m in group_of[u]), outer]
     home.items.append(u)
+  if not NOOPT and not target.has_threads: skip_dead_iterations(root, home_of)  # (a GPU thread skipping a barrier would hang)
   out: list[UOp] = []
   def flatten(b: Block):
     if b.rng is not None: out.append(b.rng)
@@ -119,3 +122,55 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
   return out
 
 def _op(u: UOp) -> Ops: return u.arg[0] if isinstance(u.arg, tuple) else u.arg
+
+def skip_dead_iterations(b: Block, home_of: dict[UOp, Block]) -> None:
+  """For each reduce loop in b (b included): where every sum it adds to the kernel's accumulators is 0 unless some
+  condition computed in b holds (a padded conv's tap row past the image edge: each of its loads is gated by it), the
+  iteration ends there when it does not (SKIP), instead of adding masked zeros. A padded input is read in place this way
+  at the speed of a padded copy (a 64-channel 3x3 conv at 56x56: 9.9 -> 8.3 ms on one AVX-512 core, the copy's
+  kernel 8.35). A tap past the edge then adds nothing rather than 0 * w, as oneDNN: an inf or NaN weight reaches no
+  output through padding alone."""
+  for it in [*b.items, b.inner]:
+    if isinstance(it, Block): skip_dead_iterations(it, home_of)
+  if not b.reduce: return
+  items = list(_items(b))
+  local = {u for u in items if u.op is Ops.DEFINE_ACC}
+  updates = [u for u in items if u.op is Ops.ACC_UPDATE and u.src[0] not in local]
+  if not updates or any(u.op is Ops.STORE or (u.op is Ops.ACC_UPDATE and u.arg is not Ops.ADD) for u in items): return
+  memo: dict[UOp, frozenset | None] = {}
+  common = None
+  for u in updates: common = _meet(common, _zero_unless(u.src[1], memo))
+  gates = [g for g in common or () if home_of.get(g) is b]
+  # a gate that is part of another one needs no test of its own (and gcc folds the larger gate's later uses only when
+  # that one was tested)
+  gates = [g for g in gates if not any(g is not h and g in _conjuncts(h) for h in gates)]
+  for g in gates: b.items.insert(b.items.index(g) + 1, UOp(Ops.SKIP, dtypes.void, (g, b.rng)))
+
+def _items(b: Block):
+  for it in b.items:
+    if isinstance(it, Block): yield from _items(it)
+    else: yield it
+  if b.inner is not None: yield from _items(b.inner)
+
+def _conjuncts(c: UOp) -> frozenset:
+  return frozenset([c]).union(*(_conjuncts(s) for s in c.src)) if c.op is Ops.AND else frozenset([c])
+
+def _meet(a: frozenset | None, b: frozenset | None) -> frozenset | None: return b if a is None else a if b is None else a & b
+def _join(a: frozenset | None, b: frozenset | None) -> frozenset | None: return None if a is None or b is None else a | b
+
+def _zero_unless(v: UOp, memo: dict) -> frozenset | None:
+  """Conditions (bool nodes) where any one is false, v is 0; None: v is 0 everywhere. A product counts as 0 with either
+  factor 0 (0 * inf is taken as 0, see skip_dead_iterations)."""
+  if v in memo: return memo[v]
+  s = v.src
+  if v.op is Ops.CONST: out = None if v.arg == 0 else frozenset()
+  elif v.op is Ops.LOAD: out = _conjuncts(s[2]) if len(s) == 3 else frozenset()
+  elif v.op is Ops.WHERE:
+    a, b = _zero_unless(s[1], memo), _zero_unless(s[2], memo)
+    out = _join(_conjuncts(s[0]), a) if b is None else _meet(a, b)
+  elif v.op is Ops.MUL: out = _join(_zero_unless(s[0], memo), _zero_unless(s[1], memo))
+  elif v.op in (Ops.ADD, Ops.SUB): out = _meet(_zero_unless(s[0], memo), _zero_unless(s[1], memo))
+  elif v.op in (Ops.NEG, Ops.CAST): out = _zero_unless(s[0], memo)
+  else: out = frozenset()
+  memo[v] = out
+  return out

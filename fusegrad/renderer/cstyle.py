@@ -215,6 +215,7 @@ def _define_acc(k: CKernel, u: UOp):
 def _acc_update(k: CKernel, u: UOp):
   acc = k.r(u.src[0]) + (f"[{k.r(u.src[2])}]" if len(u.src) == 3 else "")
   k.emit(f"{acc} = {k.renderer.render_alu(u.arg, u.dtype, [acc, k.r(u.src[1])], u.dtype)};")
+def _skip(k: CKernel, u: UOp): k.emit(f"if (!{k.r(u.src[0])}) continue;")
 def _reduce(k: CKernel, u: UOp):
   acc = k.names[k.accs[u]]
   if isinstance(u.arg, tuple):
@@ -225,7 +226,7 @@ def _reduce(k: CKernel, u: UOp):
 # one rule per statement kind; every other UOp is a value (CKernel.value)
 STATEMENTS = {Ops.DEFINE_GLOBAL: _define_global, Ops.DEFINE_VAR: _define_var, Ops.CONST: lambda k, u: None, Ops.RANGE: _range,
               Ops.ENDRANGE: _endrange, Ops.STORE: _store, Ops.STAGE: _stage, Ops.DEFINE_ACC: _define_acc, Ops.ACC_UPDATE: _acc_update,
-              Ops.REDUCE: _reduce, Ops.SPECIAL: lambda k, u: k.renderer.render_special(k, u),
+              Ops.REDUCE: _reduce, Ops.SKIP: _skip, Ops.SPECIAL: lambda k, u: k.renderer.render_special(k, u),
               Ops.DEFINE_LOCAL: lambda k, u: k.renderer.render_local(k, u), Ops.BARRIER: lambda k, u: k.renderer.render_barrier(k, u)}
 
 PREFETCH_ROW_BYTES = 16384  # a row prefetched a whole pass ahead must still be in L1/L2 when the next row is read

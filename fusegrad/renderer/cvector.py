@@ -200,6 +200,7 @@ def kinds(body: list[UOp], lane: UOp, half: bool = False) -> dict[UOp, str] | No
     if u.op is Ops.STORE:  # float32 vectors, or float16 ones converted as they are stored ("h")
       if u.src[2].dtype != f32 and out.get(u.src[2]) != "h": return None
       continue
+    if u.op is Ops.SKIP: continue  # a lane's own condition: the vector computes every lane
     if u.op is Ops.ACC_UPDATE:
       if u.dtype != f32 or u.arg not in (Ops.ADD, Ops.MUL, Ops.MAX) or (len(u.src) == 3 and u.src[2] is not lane): return None
       continue
@@ -371,6 +372,7 @@ class VectorLoop:
 
   def _node(self, u: UOp, g: int):
     kind, vt, w = self.kind.get(u), self.vt, self.w
+    if u.op is Ops.SKIP: return
     if u.op is Ops.STORE:
       ptr, step = self.r(u.src[0]), vector_step(u.src[1], self.lane, self.w)
       half = self.kind.get(u.src[2]) == "h"  # float16 bits: stored as shorts, never converted again

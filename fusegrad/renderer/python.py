@@ -112,6 +112,6 @@ def run_thread(uops: list[UOp], mems: list, var_vals: list[int], thread: dict[st
     elif op is Ops.CAST: vals[pc] = cast(get(u.src[0]), u.src[0].dtype, u.dtype)
     elif op is Ops.BITCAST: vals[pc] = bitcast(get(u.src[0]), u.src[0].dtype, u.dtype)
     elif op in GroupOp.ALU: vals[pc] = exec_alu(op, u.dtype, [get(s) for s in u.src])
-    elif op is Ops.CONST: pass
+    elif op in (Ops.CONST, Ops.SKIP): pass  # (SKIP is an optimization: this reference adds the zeros)
     else: raise NotImplementedError(f"PYTHON device cannot run {op}")
     pc += 1

@@ -120,7 +120,7 @@ def _cpu_flags() -> str:
 @functools.cache
 def target_isa() -> tuple[str, int, int]:
   """(-march value, float32 lanes of a vector register, vector registers) for the kernels: the host's own, or CPU_ISA's."""
-  isa = os.getenv("CPU_ISA", "native").lower()
+  isa = (os.getenv("CPU_ISA") or "native").lower()  # (CPU_ISA= is unset, as for other variables)
   if isa == "native":
     if platform.machine() in ("aarch64", "arm64"): return "native", 4, 32  # NEON
     flags = _cpu_flags()

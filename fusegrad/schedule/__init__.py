@@ -46,7 +46,7 @@ def _schedule(sink: UOp, order: list[UOp], any_realized: bool, permuted: bool) -
   shared = collections.Counter([*through.values(), *sink.src])
   through = {t: c for t, c in through.items() if shared[c] == 1}
   targets = list(dict.fromkeys(through.get(t, t) for t in sink.src))
-  materialize = decide_buffers(order, targets, _loops_in_sequence(targets))
+  materialize = decide_buffers(order, targets, *_target_facts(targets))
   # build one kernel per materialized node, children first
   out_view: dict[UOp, UOp] = {}
   items: list[ScheduleItem] = []
@@ -85,8 +85,12 @@ def _view_of(t: UOp, c: UOp, buf: UOp) -> UOp:
   for u in reversed(chain): v = UOp(u.op, u.dtype, (v,), u.arg)
   return v
 
-def _loops_in_sequence(targets: list[UOp]) -> bool:
+def _target_facts(targets: list[UOp]) -> tuple[bool, bool]:
   """Do the kernels run their loops in sequence (a CPU)? Only then is a per-row value fused above a row's inner loops
-  computed once per row: each of a GPU's threads would recompute it."""
+  computed once per row: each of a GPU's threads would recompute it. And are its vectors wide, 32 registers of 16
+  lanes (AVX-512, which also masks loads)? Only there was a dense conv measured to read its padded input in place as
+  fast as from a padded copy (decide_buffers)."""
   devices = {t.device for t in targets if isinstance(t.device, str) and not t.device.startswith("DISK")}
-  return not any(Device[d].renderer.has_threads for d in devices)
+  renderers = [Device[d].renderer for d in devices]
+  rows = not any(r.has_threads for r in renderers)
+  return rows, rows and bool(renderers) and all(r.vector_registers >= 32 and r.simd_width >= 16 for r in renderers)

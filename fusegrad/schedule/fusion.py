@@ -5,7 +5,7 @@ from fusegrad.helpers import prod
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 
 EXPAND_COST_LIMIT = 8
-MASKED_ROW_MIN = 32  # output row length from which a depthwise conv reads its padded input with masked loads
+MASKED_ROW_MIN = 32  # output row length from which a conv may read its padded input in place (decide_buffers)
 EXPENSIVE = {Ops.SIGMOID, Ops.EXP, Ops.LOG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.TAN, Ops.SQRT, Ops.POW, Ops.TANH, Ops.ERF, Ops.IDIV, Ops.MOD}
 
 def _cost(u: UOp, stop) -> int:
@@ -20,12 +20,14 @@ def _cost(u: UOp, stop) -> int:
     stack.extend(x.src)
   return total
 
-def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True) -> dict[UOp, None]:
+def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide: bool = False) -> dict[UOp, None]:
   """Which nodes get their own buffer. Walking users before sources, track the distinct index contexts each node
   would be evaluated in if fused (a kernel root, or a movement op's view of a context; elementwise users share
   their context, so x*x reads x once) and whether it is read through a broadcast. A reduce evaluated in more than
   one context, or through an expand, would redo its whole loop each time: it gets a buffer, unless `rows` (a target
-  whose loops are sequential, not GPU threads) and its value is needed once per row of one kernel (_per_row)."""
+  whose loops are sequential, not GPU threads) and its value is needed once per row of one kernel (_per_row).
+  wide: the target has 32 vector registers of 16 lanes (AVX-512), room for a dense conv's register tile and masked
+  loads (_copies_pad)."""
   materialize: dict[UOp, None] = dict.fromkeys(targets)
   materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN)))
   users: dict[UOp, list[UOp]] = {}
@@ -58,12 +60,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True) -> d
     # so does one that would be computed inside a padded copy (a conv whose output is the next conv's padded input):
     # gated per element and tiled along the padded rows, ResNet's 56x56 convs ran 2.5x slower than in a kernel of their own
     elif u.op is Ops.REDUCE_AXIS and (shared or (in_reduce[u] or padded[u]) and _reads_broadcast(u, materialize)): materialize[u] = None
-    # a padded input read through sliding windows (a padded conv) is copied once, so the conv's loads need no bounds checks
-    # (masked loads made a dense 3x3 conv 19% slower). A depthwise conv (windows read by one output channel, not
-    # broadcast to many) spends as long on that extra pass over memory as on the conv when its rows are long; then it
-    # masks its loads instead (a 144-channel 56x56 one at batch 8: 1.75 -> 1.0 ms on AVX-512, 1.9 -> 1.2 on AVX2; at 28
-    # and below the copy stays in cache and is cheaper than masks)
-    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW and (expanded[p] or p.shape[-len(p.arg[0]) - 1] < MASKED_ROW_MIN) for p in ps): materialize[u] = None
+    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW and _copies_pad(p, expanded[p], len(ctx[p]) > 1, rows and wide) for p in ps): materialize[u] = None
     elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
       materialize[u] = None
@@ -71,6 +68,20 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True) -> d
     # not read through a broadcast and not inside a reduce loop
     if u in materialize or per_row: ctx[u], expanded[u], in_reduce[u], padded[u] = frozenset([u]), False, False, False
   return materialize
+
+def _copies_pad(window: UOp, expanded: bool, shared: bool, wide: bool) -> bool:
+  """Is the padded input that sliding `window`s read (a padded conv) copied once, so that the conv's loads need no
+  bounds checks? Where its rows are short (under MASKED_ROW_MIN outputs), yes: the copy stays in cache and costs less
+  than masks. A depthwise conv (windows read by one output channel, not broadcast to many) with long rows spends as
+  long on that pass over memory as on the conv: it masks its loads instead (144 channels at 56x56, batch 8: 1.75 -> 1.0
+  ms on AVX-512, 1.9 -> 1.2 on AVX2). A dense conv masks them only at stride 1 on a wide target, read by one kernel:
+  a tap row past the image's edge is then skipped whole (linearize.skip_dead_iterations) and AVX-512's masked loads
+  cost nothing (64 channels at 56x56, batch 8: 4.45 -> 4.25 ms with the copy's 0.23 ms gone). With AVX2's 16
+  registers the tile's masks made that conv 8% slower than the copy; a stride-2 7x7 stem (masks on 3 of a tile's 4
+  columns) 0.54 -> 0.66 ms; and a copy read by the forward conv and its weight gradient (whose masks are in its
+  innermost loop, 6.1 -> 6.6 ms) is one copy for both."""
+  if window.shape[-len(window.arg[0]) - 1] < MASKED_ROW_MIN: return True
+  return expanded and (not wide or shared or max(window.arg[1]) > 1)
 
 def _per_row(u: UOp, users: dict[UOp, list[UOp]], materialize) -> bool:
   """Is u (shape lead + trailing 1s) needed only per row of one kernel: does every path up to that kernel's root keep

@@ -25,6 +25,9 @@ class Ops(Enum):
   DEFINE_GLOBAL = auto(); DEFINE_VAR = auto(); RANGE = auto(); REDUCE = auto(); LOAD = auto(); STORE = auto()
   # linear level
   DEFINE_ACC = auto(); ACC_UPDATE = auto(); ENDRANGE = auto(); STAGE = auto()
+  # SKIP(gate, range): the rest of this iteration of range adds nothing where gate is false, so a renderer may go on to
+  # the next one (C: continue); ignoring it is correct too
+  SKIP = auto()
   # GPU level (codegen/gpu.py): a hardware thread index, arg (name, count), threads at or past count do nothing; a
   # block's shared memory; a barrier (all the block's threads reach it; it stands for its memory after the stores it waits for)
   SPECIAL = auto(); DEFINE_LOCAL = auto(); BARRIER = auto()

@@ -12,7 +12,13 @@ from fusegrad.codegen.opt import Opt, actions, choose
 from fusegrad.codegen.search import lower_and_simplify
 from fusegrad.engine import realize as realize_mod
 from fusegrad.engine.realize import get_program
+from fusegrad.codegen.program import _render
+from fusegrad import dtypes
+from fusegrad.codegen.linearize import linearize
+from fusegrad.codegen.lowerer import lower_kernel
 from fusegrad.schedule import create_schedule
+from fusegrad.schedule.fusion import decide_buffers
+from fusegrad.uop.ops import Ops, UOp
 from .helpers import helper_test_op
 
 CASES = [
@@ -179,14 +185,28 @@ def test_depthwise_convs_match_torch_noopt_and_python(xs, kw):
   for want in (plain, _grads("PYTHON", xn, wn, kw)):
     for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
+def _padded_copies(out: Tensor, wide: bool, *more: Tensor) -> int:
+  targets = [t.uop for t in (out, *more)]
+  order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(lambda u: u.op is Ops.BUFFER)
+  return sum(u.op is Ops.PAD for u in decide_buffers(order, targets, rows=True, wide=wide))
+
 def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
   # the padded copy is a whole pass over memory; a depthwise conv (each window read by one output channel) spends as long
-  # on it as on the conv when its rows are long, and gates its loads instead. A dense conv keeps the copy.
-  def copies(size: int, cout: int = 8, groups: int = 8) -> int:
+  # on it as on the conv when its rows are long, and gates its loads instead, on every target
+  def copies(size: int, wide: bool, cout: int = 8, groups: int = 8, stride: int = 1) -> int:
     x, w = Tensor.empty(2, 8, size, size), Tensor.empty(cout, 8 // groups, 3, 3)
-    return sum(si.bufs[0].size == 2 * 8 * (size + 2) ** 2 for si in create_schedule([x.conv2d(w, padding=1, groups=groups).uop])[0])
-  assert copies(40) == 0 and copies(20) == 1
-  assert copies(40, cout=16, groups=1) == 1 and copies(40, cout=16, groups=8) == 1  # windows broadcast to 2 channels each
+    return _padded_copies(x.conv2d(w, padding=1, groups=groups, stride=stride), wide)
+  for wide in (False, True):
+    assert copies(40, wide) == 0 and copies(20, wide) == 1
+    assert copies(80, wide, stride=2) == 0  # 40 output columns
+  # a dense conv (windows broadcast to several output channels) gates its loads only on a wide target (32 vector
+  # registers), at stride 1 and with long rows
+  for groups in (1, 8):
+    assert copies(40, False, cout=16, groups=groups) == 1 and copies(40, True, cout=16, groups=groups) == 0
+  assert copies(20, True, cout=16, groups=1) == 1 and copies(80, True, cout=16, groups=1, stride=2) == 1
+  # one padded input read by two kernels (a conv and, in training, its weight gradient): one copy serves both
+  x = Tensor.empty(2, 8, 40, 40)
+  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=1), True, x.conv2d(Tensor.empty(4, 8, 3, 3), padding=1)) == 1
   # a gated load is 0 where its gate is off: the lowered conv has no select around it
   x, w = Tensor.empty(2, 8, 40, 40), Tensor.empty(8, 1, 3, 3)
   ast = lower_and_simplify(create_schedule([x.conv2d(w, padding=1, groups=8).uop])[0][-1].ast)
@@ -411,3 +431,52 @@ def test_register_tile_takes_the_most_rows_that_divide_the_columns():
   for width, regs, rows in ((16, 32, 5), (8, 16, 3)):
     opt = choose(lower_and_simplify(fwd.ast), SimpleNamespace(simd_width=width, vector_registers=regs))
     assert (opt.kind, opt.arg, opt.upcast) == ("VECTOR", 32, rows), opt
+
+def _reduce_kernel(out: Tensor) -> UOp:
+  return [si.ast for si in create_schedule([out.uop])[0] if any(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort())][-1]
+def _linear(out: Tensor) -> list[UOp]: return linearize(lower_kernel(_reduce_kernel(out)), Device["CPU"].renderer)
+
+def _force_wide(monkeypatch, wide: bool = True):
+  """The schedule as on a target with (or without) 32 vector registers, on any host."""
+  import fusegrad.schedule as schedule_mod
+  facts = schedule_mod._target_facts
+  monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: (facts(targets)[0], wide))
+
+def test_a_padded_conv_skips_tap_rows_past_the_edge(monkeypatch):
+  # each tap of a dense conv that reads its padded input in place is gated by its row being inside the image: where it
+  # is not, that tap row adds nothing, and the kernel goes on to the next one (SKIP; C: continue)
+  _force_wide(monkeypatch)
+  out = Tensor.empty(2, 8, 40, 40).conv2d(Tensor.empty(64, 8, 3, 3), padding=1)  # (channels last, as ResNet's)
+  skips = [u for u in _linear(out) if u.op is Ops.SKIP]
+  assert skips and all(s.src[1].op is Ops.RANGE and s.src[1].src[0].arg == 3 for s in skips)  # the tap row loop
+  assert "continue;" in _render("CPU", _reduce_kernel(out), None).src
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_dense_convs_read_in_place_match_torch_noopt_and_python(wide, monkeypatch):
+  # the wide target's path (the padded input read in place, tap rows past the edge skipped) on any host, and the other
+  _force_wide(monkeypatch, wide)
+  for xs, ws, kw in [((2, 5, 34, 36), (8, 5, 3, 3), dict(padding=1)), ((1, 4, 33, 40), (6, 4, 3, 5), dict(padding=(1, 2))),
+                     ((2, 6, 36, 34), (4, 3, 3, 3), dict(padding=2, dilation=2, groups=2))]:
+    helper_test_op([xs, ws, (ws[0],)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
+    rng = np.random.default_rng(7)
+    xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
+    got = _grads(None, xn, wn, kw)
+    realize_mod._programs.clear()
+    with Context(NOOPT=1): plain = _grads(None, xn, wn, kw)
+    realize_mod._programs.clear()
+    for want in (plain, _grads("PYTHON", xn, wn, kw)):
+      for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+def test_only_sums_of_gated_values_skip():
+  # an iteration is skipped only where everything it adds is 0: not where a padded value has 1 added to it, not in a
+  # max (its identity is not 0), and both give the right answer
+  xn = -np.arange(1, 1 + 4 * 40, dtype=np.float32).reshape(4, 40)
+  x = Tensor(xn).realize()
+  def windows(t: Tensor) -> Tensor: return t.pad(((0, 0), (3, 3)))._pool((5,), (1,), (1,))  # (4, 42, 5): zeros past the edges
+  npw = np.lib.stride_tricks.sliding_window_view(np.pad(xn, ((0, 0), (3, 3))), 5, axis=1)
+  for fn, want in [(lambda t: (windows(t) * 2).sum(-1), (npw * 2).sum(-1)), (lambda t: (windows(t) + 1).sum(-1), (npw + 1).sum(-1)),
+                   (lambda t: windows(t).max(-1), npw.max(-1))]:
+    np.testing.assert_allclose(fn(x).numpy(), want)
+  assert any(u.op is Ops.SKIP for u in _linear((windows(x) * 2).sum(-1)))
+  assert not any(u.op is Ops.SKIP for u in _linear((windows(x) + 1).sum(-1)))
+  assert not any(u.op is Ops.SKIP for u in _linear(windows(x).max(-1)))
