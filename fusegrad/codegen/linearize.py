@@ -104,7 +104,11 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
     if u.op is Ops.REDUCE:
       outer, inner = loops[u]
       arr = isinstance(u.arg, tuple)  # an accumulator array indexed by the last range (see codegen/opt.py)
-      inner.items.append(UOp(Ops.ACC_UPDATE, u.dtype, (accs[u], u.src[0]) + ((u.src[-1],) if arr else ()), _op(u)))
+      update = UOp(Ops.ACC_UPDATE, u.dtype, (accs[u], u.src[0]) + ((u.src[-1],) if arr else ()), _op(u))
+      # right after its value, not after every member's: a register tile's operands then die as soon as their FMAs are
+      # done, instead of all being live at once (an AVX2 conv weight gradient's 3 x 4 tile spilled: 21.3 -> 17.3 ms)
+      at = inner.items.index(u.src[0]) + 1 if home_of.get(u.src[0]) is inner else len(inner.items)
+      inner.items.insert(at, update)
       if id(outer) not in placed:  # the first member of a group places every accumulator, then the shared loop
         placed.add(id(outer))
         loop_parent(u).items += [*(accs[m] for m in group_of[u]), outer]

@@ -572,3 +572,23 @@ def test_tiles_prefer_whole_vectors_then_even_ones():
   # an odd tile leaves one lane over and runs as scalar C: 114 columns (ResNet's padded 112) are tiled by 38, not 57
   from fusegrad.codegen.opt import _tile
   assert _tile(114, 64) == 38 and _tile(56, 64) == 56 and _tile(112, 64) == 56 and _tile(57, 64) == 57 and _tile(7, 64) == 7
+
+@pytest.mark.parametrize("isa_facts", [(16, 32), (8, 16)])
+def test_each_accumulator_update_follows_its_value(isa_facts):
+  # a register tile's products are added as soon as they are computed, so each operand is live only for its own FMAs
+  # (all loads first, then all FMAs, made gcc spill an AVX2 conv weight gradient's 3 x 4 tile)
+  from fusegrad.codegen.linearize import linearize
+  from fusegrad.codegen.lowerer import lower_kernel
+  from fusegrad.schedule import create_schedule
+  from fusegrad.uop.ops import Ops
+  target = Device["CPU"].renderer
+  width, registers = isa_facts
+  target = type(target).__new__(type(target))
+  target.__dict__.update(Device["CPU"].renderer.__dict__, simd_width=width, vector_registers=registers)
+  x, w = Tensor.empty(8, 32, 20, 20), Tensor.empty(32, 32, 3, 3, requires_grad=True)
+  (x.conv2d(w, padding=1).square().sum()).backward()
+  for t in (Tensor.empty(64, 96) @ Tensor.empty(96, 128), w.grad):
+    ast = [si.ast for si in create_schedule([t.uop])[0] if any(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort())][-1]
+    uops = linearize(lower_kernel(ast), target)
+    updates = [i for i, u in enumerate(uops) if u.op is Ops.ACC_UPDATE]
+    assert len(updates) >= 3 and all(uops[i - 1] is uops[i].src[1] for i in updates)
