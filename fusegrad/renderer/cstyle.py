@@ -255,6 +255,8 @@ class ClangRenderer(CStyleRenderer):
   @property
   def vector_math(self) -> frozenset[Ops]: return frozenset(VECTOR_MATH) if self.vector_math_lib else frozenset()
 
+  @property
+  def masked_tails(self) -> bool: return self.simd_width >= 16  # AVX-512: masked loads and stores cost what plain ones do
   def extra_params(self, k: CKernel) -> list[str]: return ["int core_id", "int n_cores"]
   def kernel_prelude(self, k: CKernel) -> str:
     widths = {w for loops in (k.vloops, k.vinner) for ws in loops.values() for w in ws}
@@ -262,7 +264,7 @@ class ClangRenderer(CStyleRenderer):
 
   def prepare(self, k: CKernel) -> None:
     uops, width = k.uops, 0 if NOOPT else self.simd_width  # NOOPT: plain scalar C
-    k.vloops = vector_loops(uops, width, self.half_loads)
+    k.vloops = vector_loops(uops, width, self.half_loads, self.masked_tails)
     k.vinner = inner_vector_loops(uops, width, set(k.vloops), self.half_loads)
     # acc -> its vectors' widths
     k.vec_accs = {u.src[0]: k.vloops[u.src[2]] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3 and u.src[2] in k.vloops}

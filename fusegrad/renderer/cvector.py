@@ -40,6 +40,7 @@ static inline f32x$w fma_f32x$w(f32x$w a, f32x$w b, f32x$w c) { return $fma; }
 static inline f32x$w bcast_f32x$w(float x) { return (f32x$w){$lanes}; }
 static inline f32x$w ldh_f32x$w(const _Float16* p) { return $half; }
 static inline f32x$w mld_f32x$w(const float* p, i32x$w m) { return $masked; }
+static inline void mst_f32x$w(float* p, f32x$w v, i32x$w m) { $mstore; }
 static inline i16x$w sth_f32x$w(f32x$w x) { return $hstore; }
 static inline f32x$w round_f32x$w(f32x$w x, const int mode) { return $round; }
 static inline f32x$w ldi8_f32x$w(const signed char* p) { return $i8; }
@@ -69,6 +70,10 @@ MASKED = {16: ("__AVX512F__", "(f32x16)__builtin_ia32_loadups512_mask(p, (f32x16
                "(f32x16)_mm512_maskz_loadu_ps(_mm512_test_epi32_mask((__m512i)m, (__m512i)m), p)"),
           8: ("__AVX__", "(f32x8)__builtin_ia32_maskloadps256((const f32x8a*)p, m)", "(f32x8)_mm256_maskload_ps(p, (__m256i)m)"),
           4: ("__AVX__", "(f32x4)__builtin_ia32_maskloadps((const f32x4a*)p, m)", "(f32x4)_mm_maskload_ps(p, (__m128i)m)")}
+
+# a store of the lanes whose mask is on (a tile's last, partly used vector): the others' memory is not touched
+MASKED_STORE = {16: ("__AVX512F__", "__builtin_ia32_storeups512_mask(p, (f32x16a)v, __builtin_ia32_ptestmd512(m, m, (unsigned short)-1))",
+                     "_mm512_mask_storeu_ps(p, _mm512_test_epi32_mask((__m512i)m, (__m512i)m), (__m512)v)")}
 
 # 8- and 16-bit ints -> float32 on load (quantized weights): a widening load and a conversion (gcc 12 converts a
 # generic vector lane by lane); the AVX2 forms load only the 8 or 16 bytes they use
@@ -126,6 +131,7 @@ def prelude(width: int, math: bool) -> str:
   out = intrinsics + PRELUDE.substitute(w=width, b=4 * width, h=2 * width, lanes=", ".join(["x"] * width), fma=_best(FMA, width, "a*b+c"),
                                         half=_best(HALF, width, f"__builtin_convertvector(*(const f16x{width}*)p, f32x{width})"),
                                         masked=_best(MASKED, width, f"(f32x{width}){{" + ", ".join(f"m[{i}]?p[{i}]:0.0f" for i in range(width)) + "}"),
+                                        mstore=_best(MASKED_STORE, width, " ".join(f"if (m[{i}]) p[{i}] = v[{i}];" for i in range(width))),
                                         **{k: _best(t, width, f"(f32x{width}){{" + ", ".join(f"p[{i}]" for i in range(width)) + "}") for k, t in WIDEN.items()},
                                         hstore=_best(HALF_STORE, width, f"(i16x{width})__builtin_convertvector(x, f16x{width})"), hsum=_horizontal(width, lambda r: f"v + {r}"), every_other=_every_other(width),
                                         hmax=_horizontal(width, lambda r: f"max_f32x{width}(v, {r})"),  # keeps a NaN
@@ -254,14 +260,30 @@ def tile_widths(n: int, simd_width: int) -> tuple[int, ...]:
     n -= w
   return tuple(out)
 
-def vector_loops(uops: list[UOp], simd_width: int, half: bool = False) -> dict[UOp, tuple[int, ...]]:
-  """The tile loops of accumulator arrays with their vector widths (tile_widths), when all of them can run as SIMD
-  vectors."""
+def vector_loops(uops: list[UOp], simd_width: int, half: bool = False, masked_tail: bool = False) -> dict[UOp, tuple[int, ...]]:
+  """The tile loops of accumulator arrays with their vector widths, when all of them can run as SIMD vectors: tile_widths,
+  or with masked_tail (a target whose masked loads and stores cost what plain ones do: AVX-512) whole vectors, the last
+  one partly used (its lanes past the tile masked), where the tile's remainder would take several narrower vectors or
+  none (a 14-wide tile: one vector, not 8 + 4 + 2; a 7-wide one: one, not scalar code)."""
   tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
           {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
-  widths = {t: tile_widths(t.src[0].arg, simd_width) if simd_width >= 2 and t.src[0].op is Ops.CONST else () for t in tiles}
+  sizes = {t: t.src[0].arg if simd_width >= 2 and t.src[0].op is Ops.CONST else 0 for t in tiles}
+  # every tile masked or none: an accumulator array's widths are those of each tile loop that reads or writes it
+  masked_tail = masked_tail and all(_maskable(loop_body(uops, t), t, simd_width) for t in tiles)
+  widths = {t: (simd_width,) * -(-n // simd_width) if masked_tail and n % simd_width and len(tile_widths(n % simd_width, simd_width)) != 1
+            else tile_widths(n, simd_width) for t, n in sizes.items()}
   if not all(w and kinds(loop_body(uops, t), t, half) is not None for t, w in widths.items()): return {}
   return widths
+
+def _maskable(body: list[UOp], lane: UOp, width: int) -> bool:
+  """Can a vector of this tile loop run with its lanes past the tile masked off? Its loads and stores must be float32
+  and contiguous or broadcast along the tile (a masked vector load or store; other loads would read the masked lanes'
+  addresses one by one), and no accumulator may take the lanes together (the masked ones would join its sum)."""
+  for u in body:
+    if u.op is Ops.LOAD and (u.dtype != dtypes.float32 or vector_step(u.src[1], lane, width) not in (0, 1)): return False
+    if u.op is Ops.STORE and (u.src[2].dtype != dtypes.float32 or vector_step(u.src[1], lane, width) != 1): return False
+    if u.op is Ops.ACC_UPDATE and len(u.src) == 2: return False
+  return True
 
 def _fits_int32(x: UOp) -> bool: return dtypes.is_int(x.dtype) and -2**31 <= x.vmin and x.vmax < 2**31
 def _keeps_value(u: UOp) -> bool:
@@ -281,12 +303,16 @@ class VectorLoop:
 
   def render(self, widths: tuple[int, ...], start: int = 0):
     """The whole tile (from lane `start`), unrolled: vector g covers the next widths[g] lanes (acc_g holds its
-    accumulators)."""
-    for g, w in enumerate(widths): self.render_vector(str(start + sum(widths[:g])), w, g)
+    accumulators); the last may reach past the tile (vector_loops' masked tail)."""
+    for g, w in enumerate(widths):
+      base = start + sum(widths[:g])
+      self.render_vector(str(base), w, g, self.lane.src[0].arg - base)
 
-  def render_vector(self, base: str, width: int, g: int = 0):
-    """One vector of the loop, for lanes base ... base+width-1 (base: a C expression)."""
+  def render_vector(self, base: str, width: int, g: int = 0, valid: int | None = None):
+    """One vector of the loop, for lanes base ... base+width-1 (base: a C expression), of which the first `valid` are
+    the loop's (the others' loads and stores are masked off)."""
     self.base, self.lanes, self.w, self.vt, self.mt = base, {}, width, f"f32x{width}", f"i32x{width}"
+    self.tail = None if valid is None or valid >= width else f"(({self.mt}){{{', '.join('-1' if i < valid else '0' for i in range(width))}}})"
     for u in self.body: self._node(u, g)
 
   # ---- operands
@@ -378,6 +404,7 @@ class VectorLoop:
       half = self.kind.get(u.src[2]) == "h"  # float16 bits: stored as shorts, never converted again
       if half: ptr, vt = f"((short*){ptr})", f"i16x{w}"
       val = self.names[u.src[2]] if half else self.vec(u.src[2])
+      if step == 1 and self.tail and not half: return self.emit(f"mst_{vt}({ptr}+{self.lane_val(u.src[1], 0)}, {val}, {self.tail});")
       if step == 1: return self.emit(f"*({vt}*)({ptr}+{self.lane_val(u.src[1], 0)}) = {val};")
       return self.emit(" ".join(f"{ptr}[{self.lane_val(u.src[1], i)}] = {val}[{i}];" for i in range(w)))
     if u.op is Ops.ACC_UPDATE:
@@ -417,6 +444,8 @@ class VectorLoop:
   def _load(self, u: UOp) -> str:
     ptr, idx, step = self.r(u.src[0]), u.src[1], vector_step(u.src[1], self.lane, self.w)
     gated = len(u.src) == 3 and self.kind.get(u.src[2]) is not None
+    if self.tail and step == 1:  # (float32: _maskable)
+      return f"mld_{self.vt}({ptr}+{self.lane_val(idx, 0)}, {self.tail if len(u.src) < 3 else f'({self.mask(u.src[2])}&{self.tail})'})"
     if gated and step == 1 and u.dtype == dtypes.float32: return f"mld_{self.vt}({ptr}+{self.lane_val(idx, 0)}, {self.mask(u.src[2])})"
     if step is None or gated: return self._lanes(lambda i: self._lane_load(u, i))
     if step == 0: return f"bcast_{self.vt}({self._lane_load(u, 0)})"

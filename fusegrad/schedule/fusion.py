@@ -71,17 +71,20 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide
 
 def _copies_pad(window: UOp, expanded: bool, shared: bool, wide: bool) -> bool:
   """Is the padded input that sliding `window`s read (a padded conv) copied once, so that the conv's loads need no
-  bounds checks? Where its rows are short (under MASKED_ROW_MIN outputs), yes: the copy stays in cache and costs less
-  than masks. A depthwise conv (windows read by one output channel, not broadcast to many) with long rows spends as
-  long on that pass over memory as on the conv: it masks its loads instead (144 channels at 56x56, batch 8: 1.75 -> 1.0
-  ms on AVX-512, 1.9 -> 1.2 on AVX2). A dense conv masks them only at stride 1 on a wide target, read by one kernel:
-  a tap row past the image's edge is then skipped whole (linearize.skip_dead_iterations) and AVX-512's masked loads
-  cost nothing (64 channels at 56x56, batch 8: 4.45 -> 4.25 ms with the copy's 0.23 ms gone). With AVX2's 16
+  bounds checks? A depthwise conv (windows read by one output channel, not broadcast to many) spends as long on that
+  pass over memory as on the conv: it masks its loads instead where its rows are long (from MASKED_ROW_MIN outputs:
+  144 channels at 56x56, batch 8: 1.75 -> 1.0 ms on AVX-512, 1.9 -> 1.2 on AVX2; shorter rows, cut into 8 + 4 + 2-lane
+  vectors, ran slower with masks than with the copy), and on a wide target at stride 1 at any length (its tile's
+  partial vector masked as well, renderer/cvector.py vector_loops: 512 channels at 14x14, batch 16, 0.80 -> 0.62 ms;
+  960 at 7x7 0.63 -> 0.45). A dense conv masks them only at stride 1 on a wide target, with long rows, read by one
+  kernel: a tap row past the image's edge is then skipped whole (linearize.skip_dead_iterations) and AVX-512's masked
+  loads cost nothing (64 channels at 56x56, batch 8: 4.45 -> 4.25 ms with the copy's 0.23 ms gone). With AVX2's 16
   registers the tile's masks made that conv 8% slower than the copy; a stride-2 7x7 stem (masks on 3 of a tile's 4
   columns) 0.54 -> 0.66 ms; and a copy read by the forward conv and its weight gradient (whose masks are in its
   innermost loop, 6.1 -> 6.6 ms) is one copy for both."""
-  if window.shape[-len(window.arg[0]) - 1] < MASKED_ROW_MIN: return True
-  return expanded and (not wide or shared or max(window.arg[1]) > 1)
+  long_rows, unit_stride = window.shape[-len(window.arg[0]) - 1] >= MASKED_ROW_MIN, max(window.arg[1]) == 1
+  if not expanded: return not (long_rows or (wide and unit_stride))
+  return not (wide and unit_stride and long_rows and not shared)
 
 def _per_row(u: UOp, users: dict[UOp, list[UOp]], materialize) -> bool:
   """Is u (shape lead + trailing 1s) needed only per row of one kernel: does every path up to that kernel's root keep

@@ -197,8 +197,9 @@ def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
     x, w = Tensor.empty(2, 8, size, size), Tensor.empty(cout, 8 // groups, 3, 3)
     return _padded_copies(x.conv2d(w, padding=1, groups=groups, stride=stride), wide)
   for wide in (False, True):
-    assert copies(40, wide) == 0 and copies(20, wide) == 1
-    assert copies(80, wide, stride=2) == 0  # 40 output columns
+    assert copies(40, wide) == 0 and copies(80, wide, stride=2) == 0  # (40 output columns)
+    assert copies(20, wide) == (0 if wide else 1)  # short rows: masks cost more than the copy, unless a tile's last
+    assert copies(40, wide, stride=2) == 1  # vector is masked too (wide targets, at stride 1)
   # a dense conv (windows broadcast to several output channels) gates its loads only on a wide target (32 vector
   # registers), at stride 1 and with long rows
   for groups in (1, 8):
@@ -480,3 +481,27 @@ def test_only_sums_of_gated_values_skip():
   assert any(u.op is Ops.SKIP for u in _linear((windows(x) * 2).sum(-1)))
   assert not any(u.op is Ops.SKIP for u in _linear((windows(x) + 1).sum(-1)))
   assert not any(u.op is Ops.SKIP for u in _linear(windows(x).max(-1)))
+
+@pytest.mark.parametrize("xs,kw", [((2, 6, 14, 14), dict(padding=1)), ((1, 5, 7, 9), dict(padding=1)), ((2, 3, 13, 5), dict(padding=(2, 1), dilation=2)),
+                                   ((2, 4, 30, 30), dict(padding=1)), ((1, 4, 11, 11), dict(stride=2, padding=1))])
+def test_masked_tile_tails_match_torch_noopt_and_python(xs, kw, monkeypatch):
+  # a tile whose last vector is partly used (14 lanes of 16) computes it whole with the lanes past the tile masked off
+  # (AVX-512's choice), forced here on any host (AVX2's masked loads; its masked store is lane by lane)
+  from fusegrad.renderer.cstyle import ClangRenderer
+  monkeypatch.setattr(ClangRenderer, "masked_tails", property(lambda self: True))
+  _force_wide(monkeypatch)
+  realize_mod._programs.clear()
+  test_depthwise_convs_match_torch_noopt_and_python(xs, kw)
+  realize_mod._programs.clear()
+
+def test_a_partly_used_vector_is_masked():
+  from fusegrad.renderer.cvector import vector_loops
+  out = Tensor.empty(2, 8, 14, 14).conv2d(Tensor.empty(8, 1, 3, 3), padding=1, groups=8)
+  uops = _linear(out)
+  tiles = vector_loops(uops, 16, masked_tail=True)
+  assert tiles and all(w == (16,) for w in tiles.values())  # one vector, not 8 + 4 + 2 lanes
+  assert all(w == (8, 4, 2) for w in vector_loops(uops, 16).values())
+  assert all(w == (8, 8) for w in vector_loops(uops, 8, masked_tail=True).values())  # whole 8-lane vectors
+  # a row sum takes the lanes together: its partly used vector would add what the masked lanes hold
+  uops = _linear(Tensor.empty(64, 14, 30).sum(-1))
+  assert vector_loops(uops, 16, masked_tail=True) == vector_loops(uops, 16)
