@@ -256,7 +256,11 @@ class ClangRenderer(CStyleRenderer):
   def vector_math(self) -> frozenset[Ops]: return frozenset(VECTOR_MATH) if self.vector_math_lib else frozenset()
 
   @property
-  def masked_tails(self) -> bool: return self.simd_width >= 16  # AVX-512: masked loads and stores cost what plain ones do
+  def masked_tails(self) -> bool:
+    """Can a tile's last, partly used vector be one masked vector (renderer/cvector.py vector_loops)? With AVX (vmaskmovps)
+    and AVX-512 (masked vmovups) a masked load is one instruction, and a tail's constant mask makes its store plain
+    stores of the used lanes."""
+    return self.simd_width >= 8
   def extra_params(self, k: CKernel) -> list[str]: return ["int core_id", "int n_cores"]
   def kernel_prelude(self, k: CKernel) -> str:
     widths = {w for loops in (k.vloops, k.vinner) for ws in loops.values() for w in ws}

@@ -85,12 +85,14 @@ def _view_of(t: UOp, c: UOp, buf: UOp) -> UOp:
   for u in reversed(chain): v = UOp(u.op, u.dtype, (v,), u.arg)
   return v
 
-def _target_facts(targets: list[UOp]) -> tuple[bool, bool]:
+def _target_facts(targets: list[UOp]) -> tuple[bool, bool, bool]:
   """Do the kernels run their loops in sequence (a CPU)? Only then is a per-row value fused above a row's inner loops
-  computed once per row: each of a GPU's threads would recompute it. And are its vectors wide, 32 registers of 16
-  lanes (AVX-512, which also masks loads)? Only there was a dense conv measured to read its padded input in place as
-  fast as from a padded copy (decide_buffers)."""
+  computed once per row: each of a GPU's threads would recompute it. Are its vectors wide, 32 registers of 16 lanes
+  (AVX-512, which also masks loads)? Only there was a dense conv measured to read its padded input in place as fast as
+  from a padded copy. And can a tile's last vector be masked (masked_tails)? Then a depthwise conv with short rows
+  reads its input in place too (decide_buffers)."""
   devices = {t.device for t in targets if isinstance(t.device, str) and not t.device.startswith("DISK")}
   renderers = [Device[d].renderer for d in devices]
   rows = not any(r.has_threads for r in renderers)
-  return rows, rows and bool(renderers) and all(r.vector_registers >= 32 and r.simd_width >= 16 for r in renderers)
+  def every(fact) -> bool: return rows and bool(renderers) and all(fact(r) for r in renderers)
+  return rows, every(lambda r: r.vector_registers >= 32 and r.simd_width >= 16), every(lambda r: getattr(r, "masked_tails", False))

@@ -20,14 +20,14 @@ def _cost(u: UOp, stop) -> int:
     stack.extend(x.src)
   return total
 
-def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide: bool = False) -> dict[UOp, None]:
+def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide: bool = False, tails: bool = False) -> dict[UOp, None]:
   """Which nodes get their own buffer. Walking users before sources, track the distinct index contexts each node
   would be evaluated in if fused (a kernel root, or a movement op's view of a context; elementwise users share
   their context, so x*x reads x once) and whether it is read through a broadcast. A reduce evaluated in more than
   one context, or through an expand, would redo its whole loop each time: it gets a buffer, unless `rows` (a target
   whose loops are sequential, not GPU threads) and its value is needed once per row of one kernel (_per_row).
   wide: the target has 32 vector registers of 16 lanes (AVX-512), room for a dense conv's register tile and masked
-  loads (_copies_pad)."""
+  loads; tails: its tiles' last vectors can be masked (_copies_pad)."""
   materialize: dict[UOp, None] = dict.fromkeys(targets)
   materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN)))
   users: dict[UOp, list[UOp]] = {}
@@ -60,7 +60,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide
     # so does one that would be computed inside a padded copy (a conv whose output is the next conv's padded input):
     # gated per element and tiled along the padded rows, ResNet's 56x56 convs ran 2.5x slower than in a kernel of their own
     elif u.op is Ops.REDUCE_AXIS and (shared or (in_reduce[u] or padded[u]) and _reads_broadcast(u, materialize)): materialize[u] = None
-    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW and _copies_pad(p, expanded[p], len(ctx[p]) > 1, rows and wide) for p in ps): materialize[u] = None
+    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW and _copies_pad(p, expanded[p], len(ctx[p]) > 1, rows and wide, rows and tails) for p in ps): materialize[u] = None
     elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
       materialize[u] = None
@@ -69,21 +69,21 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide
     if u in materialize or per_row: ctx[u], expanded[u], in_reduce[u], padded[u] = frozenset([u]), False, False, False
   return materialize
 
-def _copies_pad(window: UOp, expanded: bool, shared: bool, wide: bool) -> bool:
+def _copies_pad(window: UOp, expanded: bool, shared: bool, wide: bool, tails: bool) -> bool:
   """Is the padded input that sliding `window`s read (a padded conv) copied once, so that the conv's loads need no
   bounds checks? A depthwise conv (windows read by one output channel, not broadcast to many) spends as long on that
   pass over memory as on the conv: it masks its loads instead where its rows are long (from MASKED_ROW_MIN outputs:
   144 channels at 56x56, batch 8: 1.75 -> 1.0 ms on AVX-512, 1.9 -> 1.2 on AVX2; shorter rows, cut into 8 + 4 + 2-lane
-  vectors, ran slower with masks than with the copy), and on a wide target at stride 1 at any length (its tile's
-  partial vector masked as well, renderer/cvector.py vector_loops: 512 channels at 14x14, batch 16, 0.80 -> 0.62 ms;
-  960 at 7x7 0.63 -> 0.45). A dense conv masks them only at stride 1 on a wide target, with long rows, read by one
+  vectors, ran slower with masks than with the copy), and at stride 1 at any length where the tile's last vector can
+  be masked as well (tails, renderer/cvector.py vector_loops: 512 channels at 14x14, batch 16, 0.80 -> 0.62 ms on
+  AVX-512, 0.89 -> 0.59 under CPU_ISA=avx2; 960 at 7x7 0.63 -> 0.45 and 0.74 -> 0.44). A dense conv masks them only at stride 1 on a wide target, with long rows, read by one
   kernel: a tap row past the image's edge is then skipped whole (linearize.skip_dead_iterations) and AVX-512's masked
   loads cost nothing (64 channels at 56x56, batch 8: 4.45 -> 4.25 ms with the copy's 0.23 ms gone). With AVX2's 16
   registers the tile's masks made that conv 8% slower than the copy; a stride-2 7x7 stem (masks on 3 of a tile's 4
   columns) 0.54 -> 0.66 ms; and a copy read by the forward conv and its weight gradient (whose masks are in its
   innermost loop, 6.1 -> 6.6 ms) is one copy for both."""
   long_rows, unit_stride = window.shape[-len(window.arg[0]) - 1] >= MASKED_ROW_MIN, max(window.arg[1]) == 1
-  if not expanded: return not (long_rows or (wide and unit_stride))
+  if not expanded: return not (long_rows or (tails and unit_stride))
   return not (wide and unit_stride and long_rows and not shared)
 
 def _per_row(u: UOp, users: dict[UOp, list[UOp]], materialize) -> bool:

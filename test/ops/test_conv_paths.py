@@ -185,10 +185,10 @@ def test_depthwise_convs_match_torch_noopt_and_python(xs, kw):
   for want in (plain, _grads("PYTHON", xn, wn, kw)):
     for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
 
-def _padded_copies(out: Tensor, wide: bool, *more: Tensor) -> int:
+def _padded_copies(out: Tensor, wide: bool, *more: Tensor, tails: bool | None = None) -> int:
   targets = [t.uop for t in (out, *more)]
   order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(lambda u: u.op is Ops.BUFFER)
-  return sum(u.op is Ops.PAD for u in decide_buffers(order, targets, rows=True, wide=wide))
+  return sum(u.op is Ops.PAD for u in decide_buffers(order, targets, rows=True, wide=wide, tails=wide if tails is None else tails))
 
 def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
   # the padded copy is a whole pass over memory; a depthwise conv (each window read by one output channel) spends as long
@@ -199,7 +199,9 @@ def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
   for wide in (False, True):
     assert copies(40, wide) == 0 and copies(80, wide, stride=2) == 0  # (40 output columns)
     assert copies(20, wide) == (0 if wide else 1)  # short rows: masks cost more than the copy, unless a tile's last
-    assert copies(40, wide, stride=2) == 1  # vector is masked too (wide targets, at stride 1)
+    assert copies(40, wide, stride=2) == 1  # vector is masked too (tails: AVX2, AVX-512; at stride 1)
+  x, w = Tensor.empty(2, 8, 20, 20), Tensor.empty(8, 1, 3, 3)
+  assert _padded_copies(x.conv2d(w, padding=1, groups=8), False, tails=True) == 0
   # a dense conv (windows broadcast to several output channels) gates its loads only on a wide target (32 vector
   # registers), at stride 1 and with long rows
   for groups in (1, 8):
@@ -441,7 +443,7 @@ def _force_wide(monkeypatch, wide: bool = True):
   """The schedule as on a target with (or without) 32 vector registers, on any host."""
   import fusegrad.schedule as schedule_mod
   facts = schedule_mod._target_facts
-  monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: (facts(targets)[0], wide))
+  monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: (facts(targets)[0], wide, facts(targets)[2]))
 
 def test_a_padded_conv_skips_tap_rows_past_the_edge(monkeypatch):
   # each tap of a dense conv that reads its padded input in place is gated by its row being inside the image: where it
@@ -486,12 +488,15 @@ def test_only_sums_of_gated_values_skip():
                                    ((2, 4, 30, 30), dict(padding=1)), ((1, 4, 11, 11), dict(stride=2, padding=1))])
 def test_masked_tile_tails_match_torch_noopt_and_python(xs, kw, monkeypatch):
   # a tile whose last vector is partly used (14 lanes of 16) computes it whole with the lanes past the tile masked off
-  # (AVX-512's choice), forced here on any host (AVX2's masked loads; its masked store is lane by lane)
+  # (AVX2's and AVX-512's choice), forced here on any host (plain SSE's masked loads and stores are lane by lane), and
+  # with a padded copy (as a wide target's dense conv reads its input)
   from fusegrad.renderer.cstyle import ClangRenderer
   monkeypatch.setattr(ClangRenderer, "masked_tails", property(lambda self: True))
-  _force_wide(monkeypatch)
-  realize_mod._programs.clear()
-  test_depthwise_convs_match_torch_noopt_and_python(xs, kw)
+  import fusegrad.schedule as schedule_mod
+  for facts in ((True, True, True), (True, False, False)):
+    monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: facts)
+    realize_mod._programs.clear()
+    test_depthwise_convs_match_torch_noopt_and_python(xs, kw)
   realize_mod._programs.clear()
 
 def test_a_partly_used_vector_is_masked():
