@@ -133,8 +133,8 @@ def skip_dead_iterations(b: Block, home_of: dict[UOp, Block]) -> None:
   condition computed in b holds (a padded conv's tap row past the image edge: each of its loads is gated by it), the
   iteration ends there when it does not (SKIP), instead of adding masked zeros. A padded input is read in place this way
   at the speed of a padded copy (a 64-channel 3x3 conv at 56x56: 9.9 -> 8.3 ms on one AVX-512 core, the copy's
-  kernel 8.35). A tap past the edge then adds nothing rather than 0 * w, as oneDNN: an inf or NaN weight reaches no
-  output through padding alone."""
+  kernel 8.35). Where the C `continue` is taken, a tap past the edge adds nothing rather than 0 * w, as in oneDNN (an
+  inf or NaN weight then reaches no output through padding alone; a padded copy, a vector loop or NOOPT gives NaN)."""
   for it in [*b.items, b.inner]:
     if isinstance(it, Block): skip_dead_iterations(it, home_of)
   if not b.reduce: return

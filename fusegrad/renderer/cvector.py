@@ -262,9 +262,9 @@ def tile_widths(n: int, simd_width: int) -> tuple[int, ...]:
 
 def vector_loops(uops: list[UOp], simd_width: int, half: bool = False, masked_tail: bool = False) -> dict[UOp, tuple[int, ...]]:
   """The tile loops of accumulator arrays with their vector widths, when all of them can run as SIMD vectors: tile_widths,
-  or with masked_tail (a target whose masked loads and stores cost what plain ones do: AVX-512) whole vectors, the last
-  one partly used (its lanes past the tile masked), where the tile's remainder would take several narrower vectors or
-  none (a 14-wide tile: one vector, not 8 + 4 + 2; a 7-wide one: one, not scalar code)."""
+  or with masked_tail (a target with one-instruction masked loads: AVX2, AVX-512) whole vectors, the last one partly
+  used (its lanes past the tile masked), where the tile's remainder would take several narrower vectors or none (a
+  14-wide tile on AVX-512: one vector, not 8 + 4 + 2; a 7-wide one: one, not scalar code)."""
   tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
           {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
   sizes = {t: t.src[0].arg if simd_width >= 2 and t.src[0].op is Ops.CONST else 0 for t in tiles}
