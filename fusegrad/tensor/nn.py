@@ -57,7 +57,7 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
     bs, (cout, cin, *k_) = xp.shape[0], w.shape
     n, o_ = len(k_), g.shape[2:]
     gx = gw = None
-    by_channels = needs[1] and _wgrad_by_channels(Device[xp.device].renderer, cout // groups, k_, o_)
+    by_channels = needs[1] and _wgrad_by_channels(Device[xp.device].renderer, cout // groups, k_, o_, s_[-1])
     # computed once for both gradients, channels last where the weight gradient reads it so (computed channels first,
     # it was copied again channels last: 2.9 of a 3x3 64-channel layer's 26 ms step at 56x56, batch 8)
     if all(needs): g = g.permute(0, *range(2, 2 + n), 1).contiguous().permute(0, n + 1, *range(1, n + 1)) if by_channels else g.contiguous()
@@ -96,20 +96,23 @@ def _input_grad_by_phases(g: Tensor, w: Tensor, xp_shape: tuple[int, ...], group
 
 WGRAD_BLOCK = 102_400  # floats of output gradient summed into one partial weight gradient (see _wgrad_channels_last)
 
-def _wgrad_by_channels(target, rcout: int, k_: tuple[int, ...], o_: tuple[int, ...]) -> bool:
+def _wgrad_by_channels(target, rcout: int, k_: tuple[int, ...], o_: tuple[int, ...], stride: int = 1) -> bool:
   """Whether a weight gradient is computed with output channels in vector lanes (_wgrad_channels_last) rather than
   batch-last (lanes along the batch): a matmul register tile with the kernel columns as its rows. The columns must fill
   such a tile. With 16 vector registers (AVX2) the batch-last 4 x 4 tile spills and loads two vectors per FMA (MNIST's
   32-channel 5x5 layer 26-27 -> 20 ms on Zen 3), but 3 columns leave too few accumulators (3 rows x 2 vectors: 3x3
-  layers 0.6-0.9x as fast on Zen 3 and, under CPU_ISA=avx2, an AVX-512 Xeon), and 7 did not fit one (2.1 -> 2.4 ms
-  on Zen 3). With 32 (AVX-512), where the columns' tile has up to 4 vectors a row, it was 1.1-2.1x as fast for every
+  layers 0.6-0.9x as fast on Zen 3 and, under CPU_ISA=avx2, an AVX-512 Xeon), unless the columns are strided (`stride`,
+  the last dim's): batch-last then loads every column's input vector anew, where at stride 1 a column's vector is the
+  next column's one step later (ResNet's 3x3 stride-2 training steps under CPU_ISA=avx2, 64 -> 128 channels at 56x56
+  and 128 -> 256 at 28x28, batch 8: 25.2-25.8 -> 22.0-23.7 ms and 26.4-27.0 -> 23.4-24.9). 7 columns did not fit a
+  tile (2.1 -> 2.4 ms on Zen 3). With 32 (AVX-512), where the columns' tile has up to 4 vectors a row, it was 1.1-2.1x as fast for every
   3x3, 5x5 and 7x7 layer measured (an AVX-512 Xeon: MNIST's 5x5 15.2 -> 7.4 ms, ResNet's 3x3 at 56x56 8 -> 5.8 ms,
   256 channels at 14x14 7.9 -> 7.1 ms). A chunk must hold an image: one too large for L2 keeps the batch-last form.
   GPUs keep it too."""
   from fusegrad.codegen.opt import Budget
   if not target.simd_width or target.has_threads: return False
   budget = Budget.of(target)
-  lo, hi = (3, budget.rows(budget.width)) if target.vector_registers >= 32 else (4, budget.rows(2 * budget.width))
+  lo, hi = (3, budget.rows(budget.width)) if target.vector_registers >= 32 else (4 if stride == 1 else 3, budget.rows(2 * budget.width))
   return rcout % budget.width == 0 and lo <= k_[-1] <= hi and 0 < prod(o_) * rcout <= 2 * WGRAD_BLOCK
 
 def _wgrad_channels_last(g: Tensor, xp: Tensor, w_shape: tuple, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]) -> Tensor:

@@ -385,7 +385,8 @@ def test_weight_gradient_with_channels_in_lanes_matches_torch(xs, ws, kw, monkey
 
 def test_weight_gradient_form_follows_the_targets_registers():
   # channels go in lanes where the kernel's columns make the rows of a matmul register tile: with 16 registers 4 or 5
-  # (a 4x4 batch-last tile of a 5x5 kernel spills; 3 rows are too few accumulators, 7 too many rows), with 32 (AVX-512)
+  # (a 4x4 batch-last tile of a 5x5 kernel spills; 3 rows are too few accumulators, but for strided columns, 7 too many
+  # rows), with 32 (AVX-512)
   # 3 to 8; channels must fill vectors, and a chunk of the batch must hold an image's output gradient
   from types import SimpleNamespace
   from fusegrad.tensor.nn import _wgrad_by_channels
@@ -394,6 +395,7 @@ def test_weight_gradient_form_follows_the_targets_registers():
   assert _wgrad_by_channels(avx2, 32, (5, 5), (20, 20)) and _wgrad_by_channels(sse, 32, (5, 5), (20, 20))
   assert _wgrad_by_channels(avx2, 32, (5, 4), (20, 20))
   assert not _wgrad_by_channels(avx2, 32, (3, 3), (20, 20)) and not _wgrad_by_channels(avx2, 32, (7, 7), (20, 20))
+  assert _wgrad_by_channels(avx2, 32, (3, 3), (20, 20), 2)  # strided columns: batch-last reuses no input vector
   assert not _wgrad_by_channels(avx2, 12, (5, 5), (20, 20))  # channels that do not fill vectors
   assert not _wgrad_by_channels(avx2, 32, (5, 5), (112, 112)) and not _wgrad_by_channels(avx2, 32, (5, 5), (0, 4))
   assert all(_wgrad_by_channels(avx512, 32, (k, k), (20, 20)) for k in (3, 5, 7)) and _wgrad_by_channels(avx512, 16, (3, 3), (8, 8))
