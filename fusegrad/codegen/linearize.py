@@ -8,7 +8,7 @@ from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
-from fusegrad.codegen.lowerer import reduce_identity
+from fusegrad.codegen.lowerer import conjuncts, reduce_identity
 from fusegrad.codegen.opt import Opt, apply_opt, choose, loop_deps, merge_loops, output_ranges, share_row_values
 from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT
@@ -148,7 +148,7 @@ def skip_dead_iterations(b: Block, home_of: dict[UOp, Block]) -> None:
   gates = [g for g in common or () if home_of.get(g) is b]
   # a gate that is part of another one needs no test of its own (and gcc folds the larger gate's later uses only when
   # that one was tested)
-  gates = [g for g in gates if not any(g is not h and g in _conjuncts(h) for h in gates)]
+  gates = [g for g in gates if not any(g is not h and g in conjuncts(h) for h in gates)]
   for g in gates: b.items.insert(b.items.index(g) + 1, UOp(Ops.SKIP, dtypes.void, (g, b.rng)))
 
 def _items(b: Block):
@@ -156,9 +156,6 @@ def _items(b: Block):
     if isinstance(it, Block): yield from _items(it)
     else: yield it
   if b.inner is not None: yield from _items(b.inner)
-
-def _conjuncts(c: UOp) -> frozenset:
-  return frozenset([c]).union(*(_conjuncts(s) for s in c.src)) if c.op is Ops.AND else frozenset([c])
 
 def _meet(a: frozenset | None, b: frozenset | None) -> frozenset | None: return b if a is None else a if b is None else a & b
 def _join(a: frozenset | None, b: frozenset | None) -> frozenset | None: return None if a is None or b is None else a | b
@@ -169,10 +166,10 @@ def _zero_unless(v: UOp, memo: dict) -> frozenset | None:
   if v in memo: return memo[v]
   s = v.src
   if v.op is Ops.CONST: out = None if v.arg == 0 else frozenset()
-  elif v.op is Ops.LOAD: out = _conjuncts(s[2]) if len(s) == 3 else frozenset()
+  elif v.op is Ops.LOAD: out = conjuncts(s[2]) if len(s) == 3 else frozenset()
   elif v.op is Ops.WHERE:
     a, b = _zero_unless(s[1], memo), _zero_unless(s[2], memo)
-    out = _join(_conjuncts(s[0]), a) if b is None else _meet(a, b)
+    out = _join(conjuncts(s[0]), a) if b is None else _meet(a, b)
   elif v.op is Ops.MUL: out = _join(_zero_unless(s[0], memo), _zero_unless(s[1], memo))
   elif v.op in (Ops.ADD, Ops.SUB): out = _meet(_zero_unless(s[0], memo), _zero_unless(s[1], memo))
   elif v.op in (Ops.NEG, Ops.CAST): out = _zero_unless(s[0], memo)

@@ -119,7 +119,7 @@ class Lowerer:
       inner = self.lower(u.src[0], tuple(new_idx), gate)
       # a load under this gate (or a stricter one) is already 0 wherever cond is false: no select (a padded conv's every
       # tap had one)
-      if inner.op is Ops.LOAD and len(inner.src) == 3 and _implies(inner.src[2], gate): return inner
+      if inner.op is Ops.LOAD and len(inner.src) == 3 and gate in conjuncts(inner.src[2]): return inner
       return cond.where(inner, UOp.const(u.dtype, 0))
     if u.op is Ops.REDUCE_AXIS:
       op, axes = u.arg
@@ -166,6 +166,6 @@ def lower_kernel(ast: UOp) -> UOp:
     stores.append(UOp(Ops.STORE, dtypes.void, (buf, at, lw.lower(val, idx, None))))
   return UOp(Ops.SINK, dtypes.void, tuple(stores), ast.arg)
 
-def _implies(gate: UOp, cond: UOp) -> bool:
-  """gate is cond, or cond ANDed with more conditions (the gates of nested pads)."""
-  return gate is cond or (gate.op is Ops.AND and (_implies(gate.src[0], cond) or _implies(gate.src[1], cond)))
+def conjuncts(c: UOp) -> frozenset:
+  """c and, where c is an AND, the conditions it joins, recursively (nested pads AND their gates): c implies each one."""
+  return frozenset([c]).union(*(conjuncts(s) for s in c.src)) if c.op is Ops.AND else frozenset([c])

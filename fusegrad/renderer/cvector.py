@@ -267,12 +267,13 @@ def vector_loops(uops: list[UOp], simd_width: int, half: bool = False, masked_ta
   14-wide tile on AVX-512: one vector, not 8 + 4 + 2; a 7-wide one: one, not scalar code)."""
   tiles = {u.src[2] for u in uops if u.op is Ops.ACC_UPDATE and len(u.src) == 3} | \
           {u.arg[1] for u in uops if u.op is Ops.REDUCE and isinstance(u.arg, tuple)}
+  bodies = {t: loop_body(uops, t) for t in tiles}
   sizes = {t: t.src[0].arg if simd_width >= 2 and t.src[0].op is Ops.CONST else 0 for t in tiles}
   # every tile masked or none: an accumulator array's widths are those of each tile loop that reads or writes it
-  masked_tail = masked_tail and all(_maskable(loop_body(uops, t), t, simd_width) for t in tiles)
+  masked_tail = masked_tail and all(_maskable(bodies[t], t, simd_width) for t in tiles)
   widths = {t: (simd_width,) * -(-n // simd_width) if masked_tail and n % simd_width and len(tile_widths(n % simd_width, simd_width)) != 1
             else tile_widths(n, simd_width) for t, n in sizes.items()}
-  if not all(w and kinds(loop_body(uops, t), t, half) is not None for t, w in widths.items()): return {}
+  if not all(w and kinds(bodies[t], t, half) is not None for t, w in widths.items()): return {}
   return widths
 
 def _maskable(body: list[UOp], lane: UOp, width: int) -> bool:

@@ -78,10 +78,10 @@ def _copies_pad(window: UOp, expanded: bool, shared: bool, wide: bool, tails: bo
   be masked as well (tails, renderer/cvector.py vector_loops: 512 channels at 14x14, batch 16, 0.80 -> 0.62 ms on
   AVX-512, 0.89 -> 0.59 under CPU_ISA=avx2; 960 at 7x7 0.63 -> 0.45 and 0.74 -> 0.44). A dense conv masks them only
   at stride 1 on a wide target, with long rows, read by one kernel: a tap row past the image's edge is then skipped
-  whole (linearize.skip_dead_iterations) and AVX-512's masked loads cost nothing (64 channels at 56x56, batch 8: 4.45 -> 4.25 ms with the copy's 0.23 ms gone). With AVX2's 16
-  registers the tile's masks made that conv 8% slower than the copy; a stride-2 7x7 stem (masks on 3 of a tile's 4
-  columns) 0.54 -> 0.66 ms; and a copy read by the forward conv and its weight gradient (whose masks are in its
-  innermost loop, 6.1 -> 6.6 ms) is one copy for both."""
+  whole (linearize.skip_dead_iterations) and AVX-512's masked loads cost nothing (64 channels at 56x56, batch 8:
+  4.45 -> 4.25 ms with the copy's 0.23 ms gone). With AVX2's 16 registers the tile's masks made that conv 8% slower
+  than the copy; a stride-2 7x7 stem (masks on 3 of a tile's 4 columns) 0.54 -> 0.66 ms; and a copy read by the
+  forward conv and its weight gradient (whose masks are in its innermost loop, 6.1 -> 6.6 ms) is one copy for both."""
   long_rows, unit_stride = window.shape[-len(window.arg[0]) - 1] >= MASKED_ROW_MIN, max(window.arg[1]) == 1
   if not expanded: return not (long_rows or (tails and unit_stride))
   return not (wide and unit_stride and long_rows and not shared)

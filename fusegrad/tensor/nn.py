@@ -106,8 +106,8 @@ def _wgrad_by_channels(target, rcout: int, k_: tuple[int, ...], o_: tuple[int, .
   next column's one step later (ResNet's 3x3 stride-2 training steps under CPU_ISA=avx2, 64 -> 128 channels at 56x56
   and 128 -> 256 at 28x28, batch 8: 25.2-25.8 -> 22.0-23.7 ms and 26.4-27.0 -> 23.4-24.9). 7 columns did not fit a
   tile (2.1 -> 2.4 ms on Zen 3). With 32 (AVX-512), where the columns' tile has up to 4 vectors a row, it was 1.1-2.1x
-  as fast for every 3x3, 5x5 and 7x7 layer measured (an AVX-512 Xeon: MNIST's 5x5 15.2 -> 7.4 ms, ResNet's 3x3 at 56x56 8 -> 5.8 ms,
-  256 channels at 14x14 7.9 -> 7.1 ms). A chunk must hold an image: one too large for L2 keeps the batch-last form.
+  as fast for every 3x3, 5x5 and 7x7 layer measured (an AVX-512 Xeon: MNIST's 5x5 15.2 -> 7.4 ms, ResNet's 3x3 at
+  56x56 8 -> 5.8 ms, 256 channels at 14x14 7.9 -> 7.1 ms). A chunk must hold an image: one too large for L2 keeps the batch-last form.
   GPUs keep it too."""
   from fusegrad.codegen.opt import Budget
   if not target.simd_width or target.has_threads: return False

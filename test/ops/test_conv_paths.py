@@ -89,9 +89,9 @@ def _grads(device, xn, wn, kw):
   (out * out.detach().sin()).sum().backward()
   return [t.numpy() for t in (out, x.grad, w.grad)]
 
-@pytest.mark.parametrize("xs,ws,kw", CASES[:3] + CASES[5:10] + CASES[11:])
-def test_conv_kernels_match_noopt_and_python(xs, ws, kw):
-  rng = np.random.default_rng(3)
+def _match_noopt_and_python(xs, ws, kw, seed: int):
+  """A conv's output and both gradients on random data: the optimized CPU kernels against NOOPT and the PYTHON device."""
+  rng = np.random.default_rng(seed)
   xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
   got = _grads(None, xn, wn, kw)
   realize_mod._programs.clear()  # NOOPT is read at compile time
@@ -99,6 +99,9 @@ def test_conv_kernels_match_noopt_and_python(xs, ws, kw):
   realize_mod._programs.clear()
   for want in (plain, _grads("PYTHON", xn, wn, kw)):
     for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("xs,ws,kw", CASES[:3] + CASES[5:10] + CASES[11:])
+def test_conv_kernels_match_noopt_and_python(xs, ws, kw): _match_noopt_and_python(xs, ws, kw, 3)
 
 def _schedule(xs, ws, **kw):
   rng = np.random.default_rng(4)
@@ -176,14 +179,7 @@ DEPTHWISE = [((2, 6, 34, 34), dict(padding=1)),  # rows of 34: masked loads, no 
 def test_depthwise_convs_match_torch_noopt_and_python(xs, kw):
   c, kw = xs[1], dict(kw, groups=xs[1])
   helper_test_op([xs, (c, 1, 3, 3), (c,)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
-  rng = np.random.default_rng(5)
-  xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal((c, 1, 3, 3), dtype=np.float32)
-  got = _grads(None, xn, wn, kw)
-  realize_mod._programs.clear()
-  with Context(NOOPT=1): plain = _grads(None, xn, wn, kw)
-  realize_mod._programs.clear()
-  for want in (plain, _grads("PYTHON", xn, wn, kw)):
-    for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+  _match_noopt_and_python(xs, (c, 1, 3, 3), kw, 5)
 
 def _padded_copies(out: Tensor, wide: bool, *more: Tensor, tails: bool | None = None) -> int:
   targets = [t.uop for t in (out, *more)]
@@ -463,14 +459,7 @@ def test_dense_convs_read_in_place_match_torch_noopt_and_python(wide, monkeypatc
   for xs, ws, kw in [((2, 5, 34, 36), (8, 5, 3, 3), dict(padding=1)), ((1, 4, 33, 40), (6, 4, 3, 5), dict(padding=(1, 2))),
                      ((2, 6, 36, 34), (4, 3, 3, 3), dict(padding=2, dilation=2, groups=2))]:
     helper_test_op([xs, ws, (ws[0],)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
-    rng = np.random.default_rng(7)
-    xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
-    got = _grads(None, xn, wn, kw)
-    realize_mod._programs.clear()
-    with Context(NOOPT=1): plain = _grads(None, xn, wn, kw)
-    realize_mod._programs.clear()
-    for want in (plain, _grads("PYTHON", xn, wn, kw)):
-      for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    _match_noopt_and_python(xs, ws, kw, 7)
 
 def test_only_sums_of_gated_values_skip():
   # an iteration is skipped only where everything it adds is 0: not where a padded value has 1 added to it, not in a
