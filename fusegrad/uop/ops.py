@@ -266,7 +266,10 @@ def _sizes(shape, args) -> tuple:
   """Tensor's spellings of a shape argument: f((2, 3)) or f(2, 3)."""
   return tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + tuple(args)
 
-_consts = WeakValueCache()  # OpBuilder.tensor_const's nodes, held weakly like every hash-consed node
+# OpBuilder.tensor_const's nodes, the most recent CONSTS_KEPT held strongly: an eager program's scalars (`x * 1.01`) recur
+# call after call, and rebuilding the CONST -> RESHAPE -> EXPAND chain each time was over half the cost of such an op
+CONSTS_KEPT = 1024
+_consts: dict = {}
 _device_nodes: dict = {}  # DEVICE nodes, kept for good (there are only a few devices): every constant needs one
 
 class OpBuilder:
@@ -285,13 +288,14 @@ class OpBuilder:
     # keyed on the value's type and the value, except where equal values differ (0.0 and -0.0) or a value is not equal
     # to itself (NaN): those key on the exact bits
     key = (type(value), value, dtype, device, shape) if value and value == value else (_arg_key(value), dtype, device, shape)
-    if (ref := _consts.refs.get(key)) is None or (c := ref()) is None:
+    if (c := _consts.get(key)) is None:
       c = UOp(Ops.CONST, dtype, (UOp.device_node(device),), truncate(dtype, value))
       # its facts set now, as _movement's: derived lazily they were over half the cost of `x * 1.01` (23.5 -> 10.4 us)
       if "shape" not in c.__dict__: c.__dict__.update(shape=(), vshape=(), device=device, tensor_level=True)
       if shape:
         c = _movement(Ops.RESHAPE, c, (1,) * len(shape))
         if c.shape != shape: c = _movement(Ops.EXPAND, c, shape)
+      if len(_consts) >= CONSTS_KEPT: del _consts[next(iter(_consts))]  # the oldest
       _consts[key] = c
     return c
   def const_like(self, value: Any, dtype: DType | None = None):

@@ -1,6 +1,6 @@
 """The compiled-kernel caches stay bounded: programs in memory (PROGRAM_CACHE, least recently used evicted, a dropped
 library unloaded) and kernel libraries on disk (DISK_CACHE_MB, oldest mtime deleted first, a hit refreshes it)."""
-import gc, os, shutil, time
+import gc, os, shutil, time, weakref
 import numpy as np, pytest
 from fusegrad import Tensor, TinyJit, Context
 from fusegrad.engine import realize
@@ -138,3 +138,17 @@ def test_load_rebuilds_a_library_deleted_before_it_was_loaded(disk_cache, monkey
   prg = realize.get_program(si.device, si.ast)
   assert len(calls) == 2
   np.testing.assert_equal(run(prg, si), np.arange(7001, dtype=np.float32) * 2 + 1)
+
+def test_scalar_constants_are_kept_for_reuse_and_bounded(monkeypatch):
+  """An eager program's `x * 1.01` reuses its constant's nodes call after call (the result is freed in between), and the
+  memo keeps only the most recent CONSTS_KEPT constants."""
+  from fusegrad.uop import ops
+  x = Tensor(np.arange(4, dtype=np.float32))
+  kept = weakref.ref((x * 1.01).uop.src[1])
+  gc.collect()
+  assert kept() is not None and (x * 1.01).uop.src[1] is kept()
+  monkeypatch.setattr(ops, "_consts", {})
+  monkeypatch.setattr(ops, "CONSTS_KEPT", 3)
+  for v in range(10): x + v / 7
+  assert len(ops._consts) == 3
+  np.testing.assert_allclose((x * 1.01).numpy(), np.arange(4, dtype=np.float32) * np.float32(1.01))
