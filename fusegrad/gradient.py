@@ -3,7 +3,7 @@
 The rules build with UOp's op builders (OpBuilder in uop/ops.py), which make the nodes Tensor's methods of the same names make:
 the gradient graph is ordinary lazy graph, and fuses and schedules like any forward computation."""
 from __future__ import annotations
-import itertools, math, weakref
+import itertools, math
 from typing import Callable
 from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import Ops, UOp
@@ -91,9 +91,10 @@ def _window_grad(g: UOp, u: UOp):
 # A function built from several ops for an accurate value can have a composed derivative that is NaN where the true one is
 # inf or finite (an intermediate 0 or inf meets 0 * inf: acosh at 1, atanh at ±1); a convolution's composed gradient is
 # correct but slow. Such a function registers its output node with its inputs and a vector-Jacobian product;
-# hash-consing makes the node stand for that function of those inputs only. Entries hold (input nodes, vjp on UOps
-# taking which inputs need a gradient and returning one gradient or None per input).
-_DERIVATIVES: weakref.WeakKeyDictionary[UOp, tuple[tuple[UOp, ...], Callable[..., tuple]]] = weakref.WeakKeyDictionary()
+# hash-consing makes the node stand for that function of those inputs only. The entry lives on the node (its
+# DERIVATIVE attribute, gone with it; a weak map's Python-level insert was a tenth of an eager clamp): (input nodes,
+# vjp on UOps taking which inputs need a gradient and returning one gradient or None per input).
+DERIVATIVE = "derivative"
 
 def with_derivative(y, x, dydx: Callable):
   """y (a Tensor computed from the Tensor x) whose gradient is g * dydx(x), instead of the derivative of y's own graph.
@@ -108,13 +109,13 @@ def with_gradient(y, x, vjp: Callable):
   y's class, each UOp wrapped in it."""
   xs, one = (x, False) if isinstance(x, tuple) else ((x,), True)
   if isinstance(y, UOp):
-    _DERIVATIVES[y] = (xs, (lambda g, x, needs: (vjp(g, x),)) if one else vjp)
+    y.__dict__[DERIVATIVE] = (xs, (lambda g, x, needs: (vjp(g, x),)) if one else vjp)
     return y
   wrap = type(y)  # the caller's class (Tensor): this module sits below tensor.py and does not import it
   def on_uops(g: UOp, *us: UOp, needs: tuple[bool, ...]) -> tuple:
     out = vjp(wrap(g), wrap(us[0])) if one else vjp(wrap(g), *map(wrap, us), needs=needs)
     return tuple(o if o is None else o.uop for o in ((out,) if one else out))
-  _DERIVATIVES[y.uop] = (tuple(t.uop for t in xs), on_uops)
+  y.uop.__dict__[DERIVATIVE] = (tuple(t.uop for t in xs), on_uops)
   return y
 
 def _inv_permute(order): return tuple(sorted(range(len(order)), key=lambda i: order[i]))
@@ -168,7 +169,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
   for u in reversed(order):
     if u not in grads or u in targets and not u.src or not on_path[u] or u.op is Ops.DETACH: continue
     if u.vshape is not u.shape: raise NotImplementedError("gradients through tensors with symbolic (Variable) sizes are not supported")
-    if _DERIVATIVES and (d := _DERIVATIVES.get(u)) is not None and any(on_path.get(x, False) for x in d[0]):
+    if (d := u.__dict__.get(DERIVATIVE)) is not None and any(on_path.get(x, False) for x in d[0]):
       srcs, src_grads = d[0], d[1](grads[u], *d[0], needs=tuple(on_path.get(x, False) for x in d[0]))
     elif u.op in RULES: srcs, src_grads = u.src, RULES[u.op](grads[u], u)
     elif any(on_path[s] for s in u.src): raise NotImplementedError(f"no gradient rule for {u.op}")

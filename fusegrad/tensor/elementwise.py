@@ -196,12 +196,13 @@ class ElementwiseMixin(TensorMixin):
       # its gradient, x's where lo <= x <= hi. Built with where, not maximum/minimum: x.maximum(lo) builds max(x, lo) too,
       # and that shared node would take this gradient rule in place of maximum's (ties split 0.5/0.5)
       min_, max_ = (b if b is None else self._operand(b) for b in (min_, max_))  # numpy scalars as numbers
-      x = self.uop  # built on nodes: this runs for every clamp of an eager program
+      x = self.uop  # built on nodes, gradient rule included: this runs for every clamp of an eager program
       out = x if min_ is None else (x < min_).where(min_, x)
-      out = type(self)(out if max_ is None else (out > max_).where(max_, out))
-      if not dtypes.is_float(out.dtype): return out
-      inside = lambda x: (x >= min_ if max_ is None else x <= max_ if min_ is None else (x >= min_) & (x <= max_))  # noqa: E731
-      return with_gradient(out, self, lambda g, x: inside(x).where(g, 0))
+      if max_ is not None: out = (out > max_).where(max_, out)
+      if dtypes.is_float(out.dtype):
+        inside = lambda x: (x >= min_ if max_ is None else x <= max_ if min_ is None else (x >= min_) & (x <= max_))  # noqa: E731
+        with_gradient(out, x, lambda g, x: inside(x).where(g, 0))
+      return type(self)(out)
     ref = self if min_ is None else self.maximum(min_)
     ref = ref if max_ is None else ref.minimum(max_)  # the value (NaN stays NaN), in the promoted dtype and broadcast shape
     if not dtypes.is_float(ref.dtype): return ref

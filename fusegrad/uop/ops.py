@@ -318,8 +318,8 @@ class OpBuilder:
   # ---- broadcasting and promotion (tensor level). An operand is a UOp or a Python number (bool, int, float): Tensor
   # turns its other spellings (lists, numpy scalars, Tensors) into one of those, and checks devices
   def _broadcast_to(self, shape: tuple[int, ...]):
+    if self.shape == shape and self.vshape is self.shape: return self  # the common case (a UOp never equals an int)
     if self.vshape is not self.shape or any(isinstance(s, UOp) for s in shape): return self._sym_broadcast_to(tuple(shape))
-    if self.shape == shape: return self
     if len(self.shape) > len(shape): raise TensorError(f"cannot broadcast shape {self.shape} to {shape}")
     x = _movement(Ops.RESHAPE, self, (1,) * (len(shape) - len(self.shape)) + self.shape) if len(self.shape) < len(shape) else self
     if any(a != b and a != 1 for a, b in zip(x.shape, shape)):
