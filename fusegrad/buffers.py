@@ -29,8 +29,12 @@ is_realized = _realized.__contains__
 realized_view = _realized.get  # u -> the buffer view (RESHAPE of a BUFFER) holding u's value, or None
 
 def mark_realized(u: UOp, view: UOp) -> None:
-  """u's value now lives in `view`: later schedules read it instead of recomputing u."""
-  _realized[u] = view
+  """u's value now lives in `view`: later schedules read it instead of recomputing u. Not a constant (a CONST, reshaped
+  or expanded): it costs nothing to compute, and OpBuilder.tensor_const keeps its recent ones alive, so every later
+  kernel using that number would read the buffer instead (a softmax then took two kernels)."""
+  c = u
+  while c.op in (Ops.RESHAPE, Ops.EXPAND): c = c.src[0]
+  if c.op is not Ops.CONST: _realized[u] = view
 
 def buffer_view(u: UOp) -> UOp | None:
   """The BUFFER behind u if u is (a realized value that is) only a reshape of a whole buffer, or a contiguous byte

@@ -152,3 +152,12 @@ def test_scalar_constants_are_kept_for_reuse_and_bounded(monkeypatch):
   for v in range(10): x + v / 7
   assert len(ops._consts) == 3
   np.testing.assert_allclose((x * 1.01).numpy(), np.arange(4, dtype=np.float32) * np.float32(1.01))
+
+def test_a_kept_constant_once_realized_stays_inline():
+  # the memo keeps a constant's nodes alive, and a realized node is read from its buffer by later kernels: a constant
+  # is never remembered as realized, so a later kernel using the same number still computes it inline
+  from fusegrad.schedule import create_schedule
+  (Tensor.ones(3) * 0).sum().numpy()  # folds to the constant 0.0, which the next line then realizes
+  assert not bool(Tensor(0.0))
+  x = Tensor(np.arange(4, dtype=np.float32)).realize()
+  assert len(create_schedule([(x.maximum(Tensor(0.0))).uop])[0][-1].bufs) == 2  # the output and x
