@@ -114,6 +114,8 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
         placed.add(id(outer))
         loop_parent(u).items += [*(accs[m] for m in group_of[u]), outer]
     home.items.append(u)
+  stored = {s.src[0] for s in sink.src if s.op is Ops.STORE}
+  if any(u.op is Ops.LOAD and u.src[0] in stored for u in order): stores_last(root)
   if not NOOPT and not target.has_threads: skip_dead_iterations(root, home_of)  # (a GPU thread skipping a barrier would hang)
   out: list[UOp] = []
   def flatten(b: Block):
@@ -125,6 +127,14 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
     if b.rng is not None: out.append(UOp(Ops.ENDRANGE, dtypes.void, (b.rng,)))
   flatten(root)
   return out
+
+def stores_last(b: Block) -> None:
+  """A kernel that reads a buffer it writes (partial sums, _block_reduce in codegen/opt.py) stores after every load of
+  the same iteration: the spare copies of a clamped upcast read and write their row's values again, and each must read
+  them as they were before any copy stored."""
+  for it in [*b.items, b.inner]:
+    if isinstance(it, Block): stores_last(it)
+  b.items = [u for u in b.items if not (isinstance(u, UOp) and u.op is Ops.STORE)] + [u for u in b.items if isinstance(u, UOp) and u.op is Ops.STORE]
 
 def _op(u: UOp) -> Ops: return u.arg[0] if isinstance(u.arg, tuple) else u.arg
 

@@ -1,6 +1,6 @@
 """CPU device: C source compiled with $CC (else clang, else gcc) into a shared library, loaded with ctypes."""
 from __future__ import annotations
-import _ctypes, concurrent.futures, contextlib, ctypes, functools, hashlib, os, platform, shutil, subprocess, sys, tempfile, threading
+import _ctypes, concurrent.futures, contextlib, ctypes, functools, hashlib, os, platform, re, shutil, subprocess, sys, tempfile, threading
 from typing import Iterable
 from fusegrad.helpers import CACHELEVEL, DISK_CACHE_MB, cache_dir, getenv
 from fusegrad.renderer import ProgramSpec
@@ -252,7 +252,7 @@ def _compile_batch(cc: str, cflags: list, fulls: list[str], obj: str) -> None:
   unit = [_split_kernel(fulls[0])[0]]
   for i, full in enumerate(fulls):
     own = _split_kernel(full)[1]
-    name = own[len("static void "):own.index("(")]
+    name = re.search(r"\bvoid\s+(\w+)\s*\(", own).group(1)  # type: ignore[union-attr]
     unit.append(f"#define {name} k{i}_{name}\n{own}#undef {name}\n")
   try: _run_cc(cc, cflags, "".join(unit), ["-c", "-o", obj])
   except RuntimeError:

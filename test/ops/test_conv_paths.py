@@ -89,7 +89,7 @@ def _grads(device, xn, wn, kw):
   (out * out.detach().sin()).sum().backward()
   return [t.numpy() for t in (out, x.grad, w.grad)]
 
-def _match_noopt_and_python(xs, ws, kw, seed: int):
+def _match_noopt_and_python(xs, ws, kw, seed: int, tol: float = 1e-4):
   """A conv's output and both gradients on random data: the optimized CPU kernels against NOOPT and the PYTHON device."""
   rng = np.random.default_rng(seed)
   xn, wn = rng.standard_normal(xs, dtype=np.float32), rng.standard_normal(ws, dtype=np.float32)
@@ -98,7 +98,7 @@ def _match_noopt_and_python(xs, ws, kw, seed: int):
   with Context(NOOPT=1): plain = _grads(None, xn, wn, kw)
   realize_mod._programs.clear()
   for want in (plain, _grads("PYTHON", xn, wn, kw)):
-    for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    for a, b in zip(got, want): np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
 
 @pytest.mark.parametrize("xs,ws,kw", CASES[:3] + CASES[5:10] + CASES[11:])
 def test_conv_kernels_match_noopt_and_python(xs, ws, kw): _match_noopt_and_python(xs, ws, kw, 3)
@@ -501,3 +501,54 @@ def test_a_partly_used_vector_is_masked():
   # a row sum takes the lanes together: its partly used vector would add what the masked lanes hold
   uops = _linear(Tensor.empty(64, 14, 30).sum(-1))
   assert vector_loops(uops, 16, masked_tail=True) == vector_loops(uops, 16)
+
+def _conv_kernel_output(device: str, xs, ws, kw, opt: Opt | None, epilogue: bool) -> np.ndarray:
+  """The output of a conv's reduce kernel (with its bias and relu, if `epilogue`) under `opt` (NOOPT where None)."""
+  rng = np.random.default_rng(11)
+  x, w, b = (Tensor(rng.standard_normal(s, dtype=np.float32), device=device).realize() for s in (xs, ws, ws[:1]))
+  y = _fg_conv(kw)(x, w, b if epilogue else None)
+  items = create_schedule([(y.relu() if epilogue else y).uop], permuted=True)[0]
+  realize_mod.run_schedule(items[:-1])
+  si = items[-1]
+  mems = [buf.ensure_allocated()._mem for buf in si.bufs]
+  with Context(NOOPT=int(opt is None)): get_program(si.device, si.ast, opt)(mems, [])
+  return np.frombuffer(bytes(si.bufs[0].as_memoryview()), np.float32).copy()
+
+@pytest.mark.parametrize("xs,ws,kw,opt", [
+  ((1, 16, 9, 9), (64, 16, 3, 3), dict(padding=1), Opt("VECTOR", 32, 3, True, kblock=4)),
+  ((1, 16, 11, 11), (64, 16, 3, 3), dict(), Opt("VECTOR", 16, 4, kblock=8)),  # 9 columns by 4: the last tile's spare rows
+  ((2, 8, 10, 12), (32, 8, 3, 3), dict(padding=1), Opt("VECTOR", 8, 5, True, kblock=2)),  # 12 by 5: two spare rows
+  ((1, 12, 9, 14), (32, 12, 5, 3), dict(padding=(2, 1)), Opt("VECTOR", 32, 4, kblock=6)),
+])
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_blocked_reduces_match_noopt_and_python(xs, ws, kw, opt, epilogue):
+  # the reduce's outer loop (input channels) in blocks, each adding to the partial sums the last left in the output:
+  # spare rows of a clamped tile read and write their row's sums again, and the bias and relu apply to the total only
+  want = _conv_kernel_output("CPU", xs, ws, kw, None, epilogue)
+  for device in ("CPU", "PYTHON"):
+    np.testing.assert_allclose(_conv_kernel_output(device, xs, ws, kw, opt, epilogue), want, rtol=1e-5, atol=1e-4)
+
+def test_reduce_blocks_fit_l1_where_a_row_of_tiles_shares_them():
+  # AVX2's 3x3 tile of 32 channels loads 72 KB of a 64-channel conv's weights: blocks of 16 channels (18 KB) serve the
+  # row's 19 tiles from L1. AVX-512's 64-channel tile would take blocks of 8 channels, 72 steps, too few; a 10-wide
+  # image leaves 3 tiles a row, and a matmul's row of partial sums spans all its rows
+  from types import SimpleNamespace
+  avx2, avx512 = SimpleNamespace(simd_width=8, vector_registers=16), SimpleNamespace(simd_width=16, vector_registers=32)
+  def kblock(out: Tensor, target) -> int: return choose(lower_and_simplify(_reduce_kernel(out)), target).kblock
+  conv = Tensor.empty(2, 64, 58, 58).conv2d(Tensor.empty(64, 64, 3, 3))
+  assert (kblock(conv, avx2), kblock(conv, avx512)) == (16, 0)
+  assert kblock(Tensor.empty(2, 64, 10, 10).conv2d(Tensor.empty(64, 64, 3, 3)), avx2) == 0
+  assert kblock(Tensor.empty(256, 256) @ Tensor.empty(256, 256), avx2) == 0
+
+def test_blocked_convs_match_torch_noopt_and_python(monkeypatch):
+  # the heuristic's reduce blocks as a target of 16 registers of 8 lanes (AVX2) takes them, on any host: the forward
+  # conv and its input gradient (a conv too) against torch, NOOPT and PYTHON. (Without libmvec's vector functions: their
+  # 8-lane forms take AVX registers, which a build for an older ISA does not pass them in.)
+  cpu = Device["CPU"].renderer
+  for fact, value in (("simd_width", 8), ("vector_registers", 16), ("vector_math_lib", False)): monkeypatch.setitem(cpu.__dict__, fact, value)
+  realize_mod._programs.clear()
+  xs, ws, kw = (2, 32, 5, 14), (32, 32, 3, 3), dict(padding=1)  # 32 channels of 3x3 weights: 36 KB a tile, blocks of 16
+  assert choose(lower_and_simplify(_reduce_kernel(Tensor.empty(*xs).conv2d(Tensor.empty(*ws), **kw))), cpu).kblock == 16
+  helper_test_op([xs, ws, ws[:1]], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-4)
+  _match_noopt_and_python(xs, ws, kw, 5, tol=5e-4)  # sums of 288 products: NOOPT's own gradients are 2e-4 off float64's
+  realize_mod._programs.clear()
