@@ -469,21 +469,22 @@ def _vector_output(sink: UOp, j: UOp, tile: int, rows: UOp | None = None) -> UOp
     mapping[r] = UOp(Ops.REDUCE, r.dtype, (body, *r.src[1:], jr), (r.arg, j))
   return sink.substitute(mapping)
 
-L1_BLOCK = 24 << 10  # bytes of one block of _block_reduce's operand, and of a row of its partial sums: with the block's
-# share of the other operand they stay within the smallest common L1d (32 KB)
-BLOCK_STEPS = 128  # steps of the reduce a block runs at least between reading and writing its partial sums
+L1_BLOCK = 12 << 10  # bytes of one block of _block_reduce's operand: with the block's share of the other operand and
+# a row of partial sums (at most ROW_PARTIALS) it stays within the smallest common L1d (32 KB)
+ROW_PARTIALS = 16 << 10
+BLOCK_STEPS = 64  # steps of the reduce a block runs at least between reading and writing its partial sums
 
 def _kblock(sink: UOp, reduces: list[UOp], t: int, up: int, rows: UOp) -> int:
   """VECTOR's kblock for a tile of t lanes by `up` rows: the largest blocks of the reduce's outer loop whose share of the
   operand a tile loads (a conv's weights) fits L1_BLOCK, where the whole does not and a row of at least 4 tiles shares
-  each block. Under CPU_ISA=avx2 ResNet-18's 3x3 convs ran 4-18% faster (a row of 19 3-column tiles of 32 channels
-  reads 72 KB of weights per tile). Not taken: 3 tiles a row (a 10-wide image, 3% slower), a row's partial sums over
-  L1_BLOCK (a 1024 matmul, 2x slower), blocks of fewer than BLOCK_STEPS steps (a 5x5 conv's 4 channels, 100 steps,
-  and AVX-512's 64-channel tiles, 8 channels of 3x3: from 3% slower to 4% faster)."""
+  each block. Under CPU_ISA=avx2 ResNet-18's 3x3 convs ran 3-19% faster (a row of 19 3-column tiles of 32 channels
+  reads 72 KB of weights per tile; blocks of 8 channels). Not taken: 3 tiles a row (a 10-wide image, 3% slower), a
+  row's partial sums over ROW_PARTIALS (a 1024 matmul's span all its rows: 2x slower), blocks of fewer than BLOCK_STEPS
+  steps (a 5x5 conv's 4 channels, 1-3% slower; AVX-512's 64-channel 3x3 tiles in blocks of 4, within 2%)."""
   k, *rest = reduces[0].src[1:]
   steps = prod(x.src[0].arg for x in rest if x.src[0].op is Ops.CONST)
   tiles = -(-rows.src[0].arg // up)
-  if k.src[0].arg * steps * t * 4 <= L1_BLOCK or tiles < 4 or tiles * up * t * 4 > L1_BLOCK: return 0
+  if k.src[0].arg * steps * t * 4 <= L1_BLOCK or tiles < 4 or tiles * up * t * 4 > ROW_PARTIALS: return 0
   n = max((n for n in _divisors(k.src[0].arg, 2, k.src[0].arg - 1) if n * steps * t * 4 <= L1_BLOCK), default=0)
   return n if n * steps >= BLOCK_STEPS and _blockable(sink, rows, n) else 0
 

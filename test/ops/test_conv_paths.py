@@ -529,14 +529,14 @@ def test_blocked_reduces_match_noopt_and_python(xs, ws, kw, opt, epilogue):
     np.testing.assert_allclose(_conv_kernel_output(device, xs, ws, kw, opt, epilogue), want, rtol=1e-5, atol=1e-4)
 
 def test_reduce_blocks_fit_l1_where_a_row_of_tiles_shares_them():
-  # AVX2's 3x3 tile of 32 channels loads 72 KB of a 64-channel conv's weights: blocks of 16 channels (18 KB) serve the
-  # row's 19 tiles from L1. AVX-512's 64-channel tile would take blocks of 8 channels, 72 steps, too few; a 10-wide
+  # AVX2's 3x3 tile of 32 channels loads 72 KB of a 64-channel conv's weights: blocks of 8 channels (9 KB) serve the
+  # row's 19 tiles from L1. AVX-512's 64-channel tile would take blocks of 4 channels, 36 steps, too few; a 10-wide
   # image leaves 3 tiles a row, and a matmul's row of partial sums spans all its rows
   from types import SimpleNamespace
   avx2, avx512 = SimpleNamespace(simd_width=8, vector_registers=16), SimpleNamespace(simd_width=16, vector_registers=32)
   def kblock(out: Tensor, target) -> int: return choose(lower_and_simplify(_reduce_kernel(out)), target).kblock
   conv = Tensor.empty(2, 64, 58, 58).conv2d(Tensor.empty(64, 64, 3, 3))
-  assert (kblock(conv, avx2), kblock(conv, avx512)) == (16, 0)
+  assert (kblock(conv, avx2), kblock(conv, avx512)) == (8, 0)
   assert kblock(Tensor.empty(2, 64, 10, 10).conv2d(Tensor.empty(64, 64, 3, 3)), avx2) == 0
   assert kblock(Tensor.empty(256, 256) @ Tensor.empty(256, 256), avx2) == 0
 
@@ -547,8 +547,8 @@ def test_blocked_convs_match_torch_noopt_and_python(monkeypatch):
   cpu = Device["CPU"].renderer
   for fact, value in (("simd_width", 8), ("vector_registers", 16), ("vector_math_lib", False)): monkeypatch.setitem(cpu.__dict__, fact, value)
   realize_mod._programs.clear()
-  xs, ws, kw = (2, 32, 5, 14), (32, 32, 3, 3), dict(padding=1)  # 32 channels of 3x3 weights: 36 KB a tile, blocks of 16
-  assert choose(lower_and_simplify(_reduce_kernel(Tensor.empty(*xs).conv2d(Tensor.empty(*ws), **kw))), cpu).kblock == 16
+  xs, ws, kw = (2, 32, 5, 14), (32, 32, 3, 3), dict(padding=1)  # 32 channels of 3x3 weights: 36 KB a tile, blocks of 8
+  assert choose(lower_and_simplify(_reduce_kernel(Tensor.empty(*xs).conv2d(Tensor.empty(*ws), **kw))), cpu).kblock == 8
   helper_test_op([xs, ws, ws[:1]], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-4)
   _match_noopt_and_python(xs, ws, kw, 5, tol=5e-4)  # sums of 288 products: NOOPT's own gradients are 2e-4 off float64's
   realize_mod._programs.clear()
