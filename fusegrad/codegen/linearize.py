@@ -9,7 +9,7 @@ from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
 from fusegrad.codegen.lowerer import conjuncts, reduce_identity
-from fusegrad.codegen.opt import Opt, apply_opt, choose, loop_deps, merge_loops, output_ranges, share_row_values
+from fusegrad.codegen.opt import Opt, apply_opt, choose, loop_deps, merge_loops, output_ranges, reduce_op, share_row_values
 from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT
 from fusegrad.renderer import Renderer
@@ -89,7 +89,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
       loops[u] = loops[first]
       continue
     loops[first] = loops[u] = nest(loop_parent(u), u.src[1:])
-  accs = {u: UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(_op(u), u.dtype)),), u) for u in group_of}
+  accs = {u: UOp(Ops.DEFINE_ACC, u.dtype, (UOp.const(u.dtype, reduce_identity(reduce_op(u), u.dtype)),), u) for u in group_of}
   placed: set[int] = set()
   home_of: dict[UOp, Block] = {}
   for u in order:
@@ -104,7 +104,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
     if u.op is Ops.REDUCE:
       outer, inner = loops[u]
       arr = isinstance(u.arg, tuple)  # an accumulator array indexed by the last range (see codegen/opt.py)
-      update = UOp(Ops.ACC_UPDATE, u.dtype, (accs[u], u.src[0]) + ((u.src[-1],) if arr else ()), _op(u))
+      update = UOp(Ops.ACC_UPDATE, u.dtype, (accs[u], u.src[0]) + ((u.src[-1],) if arr else ()), reduce_op(u))
       # with 16 vector registers, right after its value: a register tile's operands then die as soon as their FMAs are
       # done (all live at once, an AVX2 conv weight gradient's 3 x 4 tile spilled: 21.3 -> 17.9 ms on one core). With
       # 32, after every member's body: the loads issue first (AVX-512 matmuls 4-7% faster that way)
@@ -135,8 +135,6 @@ def stores_last(b: Block) -> None:
   for it in [*b.items, b.inner]:
     if isinstance(it, Block): stores_last(it)
   b.items = [u for u in b.items if not (isinstance(u, UOp) and u.op is Ops.STORE)] + [u for u in b.items if isinstance(u, UOp) and u.op is Ops.STORE]
-
-def _op(u: UOp) -> Ops: return u.arg[0] if isinstance(u.arg, tuple) else u.arg
 
 def skip_dead_iterations(b: Block, home_of: dict[UOp, Block]) -> None:
   """For each reduce loop in b (b included): where every sum it adds to the kernel's accumulators is 0 unless some

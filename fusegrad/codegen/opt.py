@@ -132,6 +132,10 @@ def _contiguous_in(body: UOp, r: UOp, loop: UOp | None = None, any_step: bool = 
   return any(u.op is Ops.LOAD and any(n is r and (c == 1 or any_step) for n, c in _terms(u.src[1])) and (loop is None or loop in u.src[1].toposort())
              for u in body.toposort())
 
+def reduce_op(r: UOp) -> Ops:
+  """A REDUCE's op (its arg, or the arg's first entry where it has an accumulator array)."""
+  return r.arg[0] if isinstance(r.arg, tuple) else r.arg
+
 def output_ranges(sink: UOp) -> list[UOp]:
   """The loops over output elements (not closed by a reduce), outermost first."""
   order = sink.toposort()
@@ -492,14 +496,16 @@ def _blockable(sink: UOp, rows: UOp | None, n: int) -> bool:
   """Can _block_reduce split this kernel's reduce into blocks of n? One loop nest of sums (VECTOR's copies of one
   reduce), whose outermost loop n divides, each stored as float32 into a buffer the kernel does not read, with
   some output loop outside the rows for the threads to split (each thread then owns its outputs' partial sums)."""
-  reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
-  if rows is None or not reduces or any(r.src[1:] != reduces[0].src[1:] or (r.arg[0] if isinstance(r.arg, tuple) else r.arg) is not Ops.ADD or r.dtype != dtypes.float32 for r in reduces): return False
+  order = sink.toposort()
+  reduces = [u for u in order if u.op is Ops.REDUCE]
+  if rows is None or not reduces: return False
+  if any(r.src[1:] != reduces[0].src[1:] or reduce_op(r) is not Ops.ADD or r.dtype != dtypes.float32 for r in reduces): return False
   k = reduces[0].src[1]
   if not (k.src[0].op is Ops.CONST and n < k.src[0].arg and k.src[0].arg % n == 0): return False
   if not any(r.arg < rows.arg and r.src[0].op is Ops.CONST and r.src[0].arg > 1 for r in output_ranges(sink)): return False
   stored = [st.src[0] for st in sink.src]
   if any(b.dtype.base != dtypes.float32 for b in stored): return False
-  if any(u.op is Ops.LOAD and u.src[0] in stored for u in sink.toposort()): return False
+  if any(u.op is Ops.LOAD and u.src[0] in stored for u in order): return False
   return all(sum(1 for u in st.src[2].toposort() if u.op is Ops.REDUCE) == 1 for st in sink.src)
 
 def _block_reduce(sink: UOp, rows: UOp, n: int) -> UOp:
