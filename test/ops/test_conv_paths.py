@@ -162,12 +162,16 @@ def test_seven_columns_are_computed_seven_at_a_time():
   opt = choose(lower_and_simplify(si.ast), Device[si.device].renderer)
   assert opt.kind == "VECTOR" and opt.upcast == 7 and opt.arg * 7 <= 4 * 64, opt
 
-def test_a_conv_read_by_a_padded_copy_gets_its_own_kernel():
+@pytest.mark.parametrize("wide", [False, True])
+def test_a_conv_read_by_a_padded_copy_gets_its_own_kernel(wide, monkeypatch):
   # conv -> relu -> padded conv: fused into the next conv's padded input, the first conv ran gated and tiled along the
-  # padded rows; it is computed on its own, and the pad kernel only applies the relu
+  # padded rows; it is computed on its own, and the pad kernel only applies the relu. A wide target reads both padded
+  # inputs in place: the first conv computes the relu, and the second reads its buffer
+  _force_wide(monkeypatch, wide)
   x, w1, w2 = (Tensor.rand(*s).realize() for s in ((1, 8, 20, 20), (12, 8, 3, 3), (12, 12, 3, 3)))
-  items = create_schedule([x.conv2d(w1, padding=1).relu().conv2d(w2, padding=1).uop])[0]
-  assert sorted(si.bufs[0].size for si in items) == sorted([8 * 22 * 22, 12 * 20 * 20, 12 * 22 * 22, 12 * 20 * 20])
+  with Context(SCACHE=0): items = create_schedule([x.conv2d(w1, padding=1).relu().conv2d(w2, padding=1).uop])[0]  # (keyed without the target)
+  want = [12 * 20 * 20] * 2 if wide else [8 * 22 * 22, 12 * 20 * 20, 12 * 22 * 22, 12 * 20 * 20]
+  assert sorted(si.bufs[0].size for si in items) == sorted(want)
 
 DEPTHWISE = [((2, 6, 34, 34), dict(padding=1)),  # rows of 34: masked loads, no padded copy
              ((2, 6, 12, 12), dict(padding=1)),  # short rows: a padded copy
@@ -198,11 +202,16 @@ def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
     assert copies(40, wide, stride=2) == 1  # vector is masked too (tails: AVX2, AVX-512; at stride 1)
   x, w = Tensor.empty(2, 8, 20, 20), Tensor.empty(8, 1, 3, 3)
   assert _padded_copies(x.conv2d(w, padding=1, groups=8), False, tails=True) == 0
-  # a dense conv (windows broadcast to several output channels) gates its loads only on a wide target (32 vector
-  # registers), at stride 1 and with long rows
-  for groups in (1, 8):
-    assert copies(40, False, cout=16, groups=groups) == 1 and copies(40, True, cout=16, groups=groups) == 0
-  assert copies(20, True, cout=16, groups=1) == 1 and copies(80, True, cout=16, groups=1, stride=2) == 1
+  # a dense conv (windows broadcast to 8 or more output channels, at most 3 wide) gates its loads on a wide target (32
+  # vector registers) at any stride and row length, and on the others at stride 2
+  for size in (40, 20):
+    assert copies(size, False, cout=16, groups=1) == 1 and copies(size, True, cout=16, groups=1) == 0
+    assert copies(2 * size, False, cout=16, groups=1, stride=2) == 0 and copies(2 * size, True, cout=16, groups=1, stride=2) == 0
+  # copied: a grouped conv with few output channels a group (2 here), a 5x5 kernel, a 3x3 kernel dilated to 5
+  assert copies(40, True, cout=16, groups=8) == 1 and copies(80, False, cout=16, groups=8, stride=2) == 1
+  x = Tensor.empty(2, 8, 40, 40)
+  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 5, 5), padding=2), True) == 1
+  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=2, dilation=2), True) == 1
   # one padded input read by two kernels (a conv and, in training, its weight gradient): one copy serves both
   x = Tensor.empty(2, 8, 40, 40)
   assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=1), True, x.conv2d(Tensor.empty(4, 8, 3, 3), padding=1)) == 1
@@ -456,8 +465,15 @@ def test_a_padded_conv_skips_tap_rows_past_the_edge(monkeypatch):
 def test_dense_convs_read_in_place_match_torch_noopt_and_python(wide, monkeypatch):
   # the wide target's path (the padded input read in place, tap rows past the edge skipped) on any host, and the other
   _force_wide(monkeypatch, wide)
-  for xs, ws, kw in [((2, 5, 34, 36), (8, 5, 3, 3), dict(padding=1)), ((1, 4, 33, 40), (6, 4, 3, 5), dict(padding=(1, 2))),
-                     ((2, 6, 36, 34), (4, 3, 3, 3), dict(padding=2, dilation=2, groups=2))]:
+  # in place on a wide target: a 3x3, a 5x3 (tap rows skipped at 2 past each edge), 8 output channels a group; on any
+  # target: stride 2 in both dims or in one. Copied: a 3x5, a dilated 3x3 (both 5 wide)
+  for xs, ws, kw, in_place in [((2, 5, 14, 16), (8, 5, 3, 3), dict(padding=1), wide), ((1, 4, 13, 17), (8, 4, 5, 3), dict(padding=(2, 1)), wide),
+                               ((1, 6, 12, 11), (16, 3, 3, 3), dict(padding=1, groups=2), wide),
+                               ((2, 5, 15, 14), (8, 5, 3, 3), dict(stride=2, padding=1), True),
+                               ((1, 4, 14, 13), (12, 4, 3, 3), dict(stride=(2, 1), padding=1), True),
+                               ((1, 4, 13, 16), (8, 4, 3, 5), dict(padding=(1, 2)), False),
+                               ((1, 6, 16, 14), (8, 3, 3, 3), dict(padding=2, dilation=2, groups=2), False)]:
+    assert _padded_copies(Tensor.empty(*xs).conv2d(Tensor.empty(*ws), **kw), wide) == (0 if in_place else 1)
     helper_test_op([xs, ws, (ws[0],)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
     _match_noopt_and_python(xs, ws, kw, 7)
 
