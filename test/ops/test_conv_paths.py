@@ -186,9 +186,11 @@ def test_depthwise_convs_match_torch_noopt_and_python(xs, kw):
   _match_noopt_and_python(xs, (c, 1, 3, 3), kw, 5)
 
 def _padded_copies(out: Tensor, wide: bool, *more: Tensor, tails: bool | None = None) -> int:
+  """The padded copies on an AVX-512-like target (wide: 16 lanes) or an AVX2-like one (8 lanes)."""
   targets = [t.uop for t in (out, *more)]
   order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(lambda u: u.op is Ops.BUFFER)
-  return sum(u.op is Ops.PAD for u in decide_buffers(order, targets, rows=True, wide=wide, tails=wide if tails is None else tails))
+  facts = dict(rows=True, wide=wide, tails=wide if tails is None else tails, lanes=16 if wide else 8)
+  return sum(u.op is Ops.PAD for u in decide_buffers(order, targets, **facts))
 
 def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
   # the padded copy is a whole pass over memory; a depthwise conv (each window read by one output channel) spends as long
@@ -203,10 +205,11 @@ def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
   x, w = Tensor.empty(2, 8, 20, 20), Tensor.empty(8, 1, 3, 3)
   assert _padded_copies(x.conv2d(w, padding=1, groups=8), False, tails=True) == 0
   # a dense conv (windows broadcast to 8 or more output channels, at most 3 wide) gates its loads on a wide target (32
-  # vector registers) at any stride and row length, and on the others at stride 2
+  # vector registers) at any stride and row length, and on the others at stride 2, or where the channels fill one vector
   for size in (40, 20):
     assert copies(size, False, cout=16, groups=1) == 1 and copies(size, True, cout=16, groups=1) == 0
     assert copies(2 * size, False, cout=16, groups=1, stride=2) == 0 and copies(2 * size, True, cout=16, groups=1, stride=2) == 0
+    assert copies(size, False, cout=8, groups=1) == 0
   # copied: a grouped conv with few output channels a group (2 here), a 5x5 kernel, a 3x3 kernel dilated to 5
   assert copies(40, True, cout=16, groups=8) == 1 and copies(80, False, cout=16, groups=8, stride=2) == 1
   x = Tensor.empty(2, 8, 40, 40)
@@ -447,10 +450,10 @@ def _reduce_kernel(out: Tensor) -> UOp:
 def _linear(out: Tensor) -> list[UOp]: return linearize(lower_kernel(_reduce_kernel(out)), Device["CPU"].renderer)
 
 def _force_wide(monkeypatch, wide: bool = True):
-  """The schedule as on a target with (or without) 32 vector registers, on any host."""
+  """The schedule as on a target with 32 vector registers of 16 lanes (or 16 of 8), on any host."""
   import fusegrad.schedule as schedule_mod
   facts = schedule_mod._target_facts
-  monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: (facts(targets)[0], wide, facts(targets)[2]))
+  monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: (facts(targets)[0], wide, facts(targets)[2], 16 if wide else 8))
 
 def test_a_padded_conv_skips_tap_rows_past_the_edge(monkeypatch):
   # each tap of a dense conv that reads its padded input in place is gated by its row being inside the image: where it
@@ -465,10 +468,11 @@ def test_a_padded_conv_skips_tap_rows_past_the_edge(monkeypatch):
 def test_dense_convs_read_in_place_match_torch_noopt_and_python(wide, monkeypatch):
   # the wide target's path (the padded input read in place, tap rows past the edge skipped) on any host, and the other
   _force_wide(monkeypatch, wide)
-  # in place on a wide target: a 3x3, a 5x3 (tap rows skipped at 2 past each edge), 8 output channels a group; on any
-  # target: stride 2 in both dims or in one. Copied: a 3x5, a dilated 3x3 (both 5 wide)
-  for xs, ws, kw, in_place in [((2, 5, 14, 16), (8, 5, 3, 3), dict(padding=1), wide), ((1, 4, 13, 17), (8, 4, 5, 3), dict(padding=(2, 1)), wide),
-                               ((1, 6, 12, 11), (16, 3, 3, 3), dict(padding=1, groups=2), wide),
+  # in place on a wide target: a 3x3 with 16 output channels; on any target: 8 output channels (one AVX2 vector) to a
+  # 5x3 (tap rows skipped at 2 past each edge) or a group, and stride 2 in both dims or in one. Copied: a 3x5, a
+  # dilated 3x3 (both 5 wide)
+  for xs, ws, kw, in_place in [((2, 5, 14, 16), (16, 5, 3, 3), dict(padding=1), wide), ((1, 4, 13, 17), (8, 4, 5, 3), dict(padding=(2, 1)), True),
+                               ((1, 6, 12, 11), (16, 3, 3, 3), dict(padding=1, groups=2), True),
                                ((2, 5, 15, 14), (8, 5, 3, 3), dict(stride=2, padding=1), True),
                                ((1, 4, 14, 13), (12, 4, 3, 3), dict(stride=(2, 1), padding=1), True),
                                ((1, 4, 13, 16), (8, 4, 3, 5), dict(padding=(1, 2)), False),
@@ -500,7 +504,7 @@ def test_masked_tile_tails_match_torch_noopt_and_python(xs, kw, monkeypatch):
   from fusegrad.renderer.cstyle import ClangRenderer
   monkeypatch.setattr(ClangRenderer, "masked_tails", property(lambda self: True))
   import fusegrad.schedule as schedule_mod
-  for facts in ((True, True, True), (True, False, False)):
+  for facts in ((True, True, True, 16), (True, False, False, 0)):
     monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: facts)
     realize_mod._programs.clear()
     test_depthwise_convs_match_torch_noopt_and_python(xs, kw)
