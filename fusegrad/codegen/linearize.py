@@ -8,7 +8,8 @@ from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import symbolic
-from fusegrad.codegen.lowerer import conjuncts, reduce_identity
+from fusegrad.codegen.lowerer import reduce_identity
+from fusegrad.uop.symbolic import conjuncts
 from fusegrad.codegen.opt import Opt, apply_opt, choose, loop_deps, merge_loops, output_ranges, reduce_op, share_row_values
 from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fusegrad.dtype import DType, dtypes
 from fusegrad.helpers import prod
 from fusegrad.uop.ops import GroupOp, Ops, UOp
+from fusegrad.uop.symbolic import conjuncts
 
 REDUCE_IDENTITY = {Ops.ADD: 0, Ops.MUL: 1, Ops.MAX: -float("inf")}
 
@@ -166,6 +167,3 @@ def lower_kernel(ast: UOp) -> UOp:
     stores.append(UOp(Ops.STORE, dtypes.void, (buf, at, lw.lower(val, idx, None))))
   return UOp(Ops.SINK, dtypes.void, tuple(stores), ast.arg)
 
-def conjuncts(c: UOp) -> frozenset:
-  """c and, where c is an AND, the conditions it joins, recursively (nested pads AND their gates): c implies each one."""
-  return frozenset([c]).union(*(conjuncts(s) for s in c.src)) if c.op is Ops.AND else frozenset([c])

@@ -7,9 +7,9 @@ import math
 from fusegrad.dtype import DType, dtypes, float_to_bf16
 from fusegrad.helpers import NOOPT
 from fusegrad.uop.ops import GroupOp, Ops, UOp
-from fusegrad.uop.symbolic import _terms
+from fusegrad.uop.symbolic import _terms, conjuncts
 from fusegrad.renderer import ProgramSpec, Renderer, estimate, kernel_name
-from fusegrad.renderer.cvector import VECTOR_MATH, VectorLoop, inner_vector_loops, prelude as vector_prelude, vector_loops
+from fusegrad.renderer.cvector import VECTOR_MATH, VectorLoop, inner_vector_loops, loop_body, prelude as vector_prelude, vector_loops
 
 C_TYPES = {dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
            dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
@@ -147,6 +147,9 @@ class CKernel:
     self.vinner: dict[UOp, tuple[int, ...]] = {}
     self.vec_accs: dict[UOp, tuple[int, ...]] = {}
     self.prefetch: dict[UOp, int] = {}  # load -> elements ahead to prefetch (ClangRenderer.prepare: next_row_prefetches)
+    self.bounded: dict[UOp, tuple[list, list]] = {}  # loop -> the ranges its SKIP's test allows (ClangRenderer.prepare: bounded_loops)
+    self.peeled: dict[UOp, dict[UOp, str]] = {}  # loop -> tests constant in its middle iterations (peeled_loops)
+    self.folded: dict[UOp, str] = {}  # while rendering a peeled loop's middle iterations: its tests
   def r(self, u: UOp) -> str: return self.names[u] if u in self.names else self.renderer.render_const(u.arg, u.dtype)
   def emit(self, s: str): self.lines.append("  " * self.depth + s)
   def emit_prefetch(self, buf: UOp, index: str, ahead: int):
@@ -166,12 +169,13 @@ class CKernel:
     self.depth -= 1
     self.emit("}")
 
-  def walk(self):
+  def walk(self, uops: list[UOp] | None = None):
     R, skip_until = self.renderer, None
-    for u in self.uops:
+    for u in self.uops if uops is None else uops:
       if skip_until is not None:  # the body of a loop the renderer rendered itself
         if u.op is Ops.ENDRANGE and u.src[0] is skip_until: skip_until = None
         continue
+      if u in self.folded: continue  # a test that a peeled loop's middle iterations pass (ClangRenderer.render_loop)
       if u.op is Ops.RANGE and R.render_loop(self, u): skip_until = u
       elif u.op is Ops.DEFINE_ACC and R.render_acc(self, u): pass
       elif u.op in STATEMENTS: STATEMENTS[u.op](self, u)
@@ -215,7 +219,10 @@ def _define_acc(k: CKernel, u: UOp):
 def _acc_update(k: CKernel, u: UOp):
   acc = k.r(u.src[0]) + (f"[{k.r(u.src[2])}]" if len(u.src) == 3 else "")
   k.emit(f"{acc} = {k.renderer.render_alu(u.arg, u.dtype, [acc, k.r(u.src[1])], u.dtype)};")
-def _skip(k: CKernel, u: UOp): k.emit(f"if (!{k.r(u.src[0])}) continue;")
+def _skip(k: CKernel, u: UOp):  # SKIP(test, loop)
+  if u.src[1] not in k.bounded: return k.emit(f"if (!{k.r(u.src[0])}) continue;")
+  # the loop's bounds keep the test true: where it gates a load, the load is plain (with AVX2 a broadcast from memory)
+  for c in conjuncts(u.src[0]): k.names[c] = "1"
 def _reduce(k: CKernel, u: UOp):
   acc = k.names[k.accs[u]]
   if isinstance(u.arg, tuple):
@@ -228,6 +235,62 @@ STATEMENTS = {Ops.DEFINE_GLOBAL: _define_global, Ops.DEFINE_VAR: _define_var, Op
               Ops.ENDRANGE: _endrange, Ops.STORE: _store, Ops.STAGE: _stage, Ops.DEFINE_ACC: _define_acc, Ops.ACC_UPDATE: _acc_update,
               Ops.REDUCE: _reduce, Ops.SKIP: _skip, Ops.SPECIAL: lambda k, u: k.renderer.render_special(k, u),
               Ops.DEFINE_LOCAL: lambda k, u: k.renderer.render_local(k, u), Ops.BARRIER: lambda k, u: k.renderer.render_barrier(k, u)}
+
+def peeled_loops(uops: list[UOp], vector: set[UOp], bounded: dict[UOp, tuple]) -> dict[UOp, dict[UOp, str]]:
+  """Output loops of n iterations whose middle ones (1 ... n-2) pass a bounds test of a gated load that the first or
+  last fails (a padded conv's tiles of columns reading its input in place): loop -> the tests (bool nodes of its body)
+  that are constant in the middle iterations, as C constants. The renderer writes such a loop three times: the first
+  iteration, the middle ones with those tests folded away (their loads are plain: AVX2 broadcasts them from memory;
+  a 64-channel 3x3 conv read in place 8.1 -> 7.3-7.4 ms), and the last. Not peeled: loops inside a peeled one; not
+  folded: tests that a bounded loop keeps true, and tests computed inside a vector loop. vector: the loops rendered as
+  vectors, and the threads' loop."""
+  out: dict[UOp, dict[UOp, str]] = {}
+  inside: UOp | None = None  # the peeled loop whose body this is
+  for u in uops:
+    if u.op is Ops.ENDRANGE and u.src[0] is inside: inside = None
+    if u.op is not Ops.RANGE or inside is not None or u in vector or u.src[0].op is not Ops.CONST or u.src[0].arg < 3: continue
+    body = loop_body(uops, u)
+    if not any(x.op is Ops.STORE for x in body): continue  # a reduce loop (a conv's taps): too short to pay for a copy
+    vector_bodies = {x for v in body if v in vector for x in loop_body(uops, v)}
+    kept = {c for x in body if x.op is Ops.SKIP and x.src[1] in bounded for c in conjuncts(x.src[0])}
+    tests = {c for x in body if x.op is Ops.LOAD and len(x.src) == 3 for c in conjuncts(x.src[2])} - kept
+    middle = UOp(Ops.DEFINE_VAR, u.dtype, (), ("peel", 1, u.src[0].arg - 2))
+    moves = {u}  # the body's values that depend on u (uops are in dependency order)
+    folded: dict[UOp, str] = {}
+    for x in body:
+      if not any(s in moves for s in x.src): continue
+      moves.add(x)
+      if x.dtype == dtypes.bool and x.op is not Ops.LOAD and x not in vector_bodies and x not in kept:
+        lo, hi = x.substitute({u: middle}).vmin_vmax
+        if lo == hi: folded[x] = "1" if lo else "0"
+    if any(t in folded for t in tests): out[u], inside = folded, u
+  return out
+
+PURE = GroupOp.ALU | {Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.LOAD}
+
+def bounded_loops(uops: list[UOp], vector: set[UOp]) -> dict[UOp, tuple[list, list]]:
+  """Loops whose SKIP test is a range of the loop's index (a padded conv's tap rows inside the image: i + row >= 1,
+  i + row < 57), with only values computed before it in the iteration: loop -> (lower, upper) bounds, each a
+  (constant, terms) pair meaning constant - sum(coefficient * node) for nodes computed outside the loop. The renderer
+  makes those the loop's bounds and drops the test (AVX2's 3x3 conv read in place: its `continue` kept gcc from
+  scheduling the taps together, 8.1 -> 7.3 ms)."""
+  out: dict[UOp, tuple[list, list]] = {}
+  where = {u: i for i, u in enumerate(uops)}
+  for u in uops:
+    if u.op is not Ops.SKIP or (r := u.src[1]) in vector or r.src[0].op is not Ops.CONST: continue
+    if any(x.op not in PURE for x in uops[where[r] + 1:where[u]]): continue
+    bounds: tuple[list, list] = ([(0, [])], [(r.src[0].arg, [])])
+    for c in conjuncts(u.src[0]):
+      if c.op is Ops.AND: continue
+      lower = c.op is Ops.CMPEQ and c.src[0].op is Ops.CMPLT and c.src[1].op is Ops.CONST and c.src[1].arg is False
+      cmp = c.src[0] if lower else c
+      if cmp.op is not Ops.CMPLT or cmp.src[1].op is not Ops.CONST: break
+      terms = _terms(cmp.src[0])
+      rest = [(n, m) for n, m in terms if n is not r]
+      if (r, 1) not in terms or len(rest) != len(terms) - 1 or any(n is not None and where.get(n, len(uops)) > where[r] for n, _ in rest): break
+      bounds[0 if lower else 1].append((cmp.src[1].arg - sum(m for n, m in rest if n is None), [(n, m) for n, m in rest if n is not None]))
+    else: out[r] = bounds
+  return out
 
 PREFETCH_ROW_BYTES = 16384  # a row prefetched a whole pass ahead must still be in L1/L2 when the next row is read
 
@@ -276,14 +339,38 @@ class ClangRenderer(CStyleRenderer):
     first = next((u for u in uops if u.op in (Ops.RANGE, Ops.STORE, Ops.DEFINE_ACC)), None)
     if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1: k.parallel = first
     if k.parallel is not None and not NOOPT: k.prefetch = next_row_prefetches(uops, k.parallel)
+    if not NOOPT:
+      k.bounded = bounded_loops(uops, set(k.vloops) | set(k.vinner))
+      k.peeled = peeled_loops(uops, set(k.vloops) | set(k.vinner) | {k.parallel}, k.bounded)
 
   def loop_bounds(self, k: CKernel, u: UOp) -> tuple[str, str]:
+    if u in k.bounded:  # the range its SKIP's test allows: the largest lower bound, the smallest upper one
+      t = self.ctype(u.dtype)
+      def bound(b) -> str: return f"({b[0]}" + "".join(f"-{k.r(n)}" if m == 1 else f"-({t}){m}*{k.r(n)}" for n, m in b[1]) + ")"
+      def fold(bs, cmp: str) -> str:  # the max (cmp ">") or min ("<") of the bounds
+        e = bound(bs[0])
+        for b in map(bound, bs[1:]): e = f"({e}{cmp}{b}?{e}:{b})"
+        return e
+      lo, hi = k.bounded[u]
+      return fold(lo, ">"), fold(hi, "<")
     if u is not k.parallel: return super().loop_bounds(k, u)
     # the outermost loop is split evenly across the threads that call this kernel
     n, t = u.src[0].arg, self.ctype(u.dtype)
     return f"(({t})((long long)core_id*{n}/n_cores))", f"(({t})((long long)(core_id+1)*{n}/n_cores))"
 
   def render_loop(self, k: CKernel, u: UOp) -> bool:
+    if u in k.peeled:  # the first iteration as it is, the middle ones with their bounds tests folded, then the last
+      body, names, n = loop_body(k.uops, u), dict(k.names), u.src[0].arg
+      for lo, hi, folded in ((0, 1, {}), (1, n - 1, k.peeled[u]), (n - 1, n, {})):
+        k.open_loop(u, str(lo), str(hi))
+        k.names.update(folded)
+        k.folded = folded
+        k.walk(body)
+        k.names.clear()
+        k.names.update(names)
+        k.close_loop()
+      k.folded = {}
+      return True
     if u in k.vloops:  # a tile loop of accumulator arrays: straight-line vector code
       VectorLoop(k, u).render(k.vloops[u])
       return True

@@ -85,16 +85,12 @@ def _view_of(t: UOp, c: UOp, buf: UOp) -> UOp:
   for u in reversed(chain): v = UOp(u.op, u.dtype, (v,), u.arg)
   return v
 
-def _target_facts(targets: list[UOp]) -> tuple[bool, bool, bool, int]:
+def _target_facts(targets: list[UOp]) -> tuple[bool, bool]:
   """Do the kernels run their loops in sequence (a CPU)? Only then is a per-row value fused above a row's inner loops
-  computed once per row: each of a GPU's threads would recompute it. Are its vectors wide, 32 registers of 16 lanes
-  (AVX-512, which also masks loads)? There a dense conv reads its padded input in place at any stride. Can a tile's
-  last vector be masked (masked_tails)? Then a depthwise conv with short rows reads its input in place too. And how
-  many lanes has the narrowest vector (0: none)? A conv whose output channels fill one reads in place at stride 1 as
-  well (decide_buffers)."""
+  computed once per row (each of a GPU's threads would recompute it), and does a dense conv read its padded input in
+  place. And can a tile's last vector be masked (masked_tails)? Then a depthwise conv with short rows reads its input
+  in place too (decide_buffers)."""
   devices = {t.device for t in targets if isinstance(t.device, str) and not t.device.startswith("DISK")}
   renderers = [Device[d].renderer for d in devices]
   rows = not any(r.has_threads for r in renderers)
-  def every(fact) -> bool: return rows and bool(renderers) and all(fact(r) for r in renderers)
-  lanes = min((r.simd_width for r in renderers), default=0) if rows else 0
-  return rows, every(lambda r: r.vector_registers >= 32 and r.simd_width >= 16), every(lambda r: getattr(r, "masked_tails", False)), lanes
+  return rows, rows and bool(renderers) and all(getattr(r, "masked_tails", False) for r in renderers)

@@ -20,14 +20,13 @@ def _cost(u: UOp, stop) -> int:
     stack.extend(x.src)
   return total
 
-def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide: bool = False, tails: bool = False, lanes: int = 0) -> dict[UOp, None]:
+def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, tails: bool = False) -> dict[UOp, None]:
   """Which nodes get their own buffer. Walking users before sources, track the distinct index contexts each node
   would be evaluated in if fused (a kernel root, or a movement op's view of a context; elementwise users share
   their context, so x*x reads x once) and whether it is read through a broadcast. A reduce evaluated in more than
   one context, or through an expand, would redo its whole loop each time: it gets a buffer, unless `rows` (a target
   whose loops are sequential, not GPU threads) and its value is needed once per row of one kernel (_per_row).
-  wide: the target has 32 vector registers of 16 lanes (AVX-512), room for a dense conv's register tile and masked
-  loads; tails: its tiles' last vectors can be masked; lanes: its vector width (_copies_pad)."""
+  tails: the target's tiles' last vectors can be masked (_copies_pad)."""
   materialize: dict[UOp, None] = dict.fromkeys(targets)
   materialize.update(dict.fromkeys(u for u in order if u.op in (Ops.CONTIGUOUS, Ops.COPY, Ops.ASSIGN)))
   users: dict[UOp, list[UOp]] = {}
@@ -60,7 +59,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide
     # so does one that would be computed inside a padded copy (a conv whose output is the next conv's padded input):
     # gated per element and tiled along the padded rows, ResNet's 56x56 convs ran 2.5x slower than in a kernel of their own
     elif u.op is Ops.REDUCE_AXIS and (shared or (in_reduce[u] or padded[u]) and _reads_broadcast(u, materialize)): materialize[u] = None
-    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW and _copies_pad(p, expanded[p] and _fanout(p, users), len(ctx[p]) > 1, rows, rows and wide, rows and tails, lanes) for p in ps):
+    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW and _copies_pad(p, expanded[p] and _fanout(p, users), len(ctx[p]) > 1, rows, rows and tails) for p in ps):
       materialize[u] = None
     elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
@@ -70,7 +69,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, wide
     if u in materialize or per_row: ctx[u], expanded[u], in_reduce[u], padded[u] = frozenset([u]), False, False, False
   return materialize
 
-def _copies_pad(window: UOp, fanout: int, shared: bool, rows: bool, wide: bool, tails: bool, lanes: int) -> bool:
+def _copies_pad(window: UOp, fanout: int, shared: bool, rows: bool, tails: bool) -> bool:
   """Is the padded input that sliding `window`s read (a padded conv) copied once, so that the conv's loads need no
   bounds checks? fanout: how many output channels read each window (0: not broadcast).
   A depthwise conv (fanout 0) spends as long on that pass over memory as on the conv: it masks its loads instead where
@@ -79,22 +78,18 @@ def _copies_pad(window: UOp, fanout: int, shared: bool, rows: bool, wide: bool, 
   any length where the tile's last vector can be masked as well (tails, renderer/cvector.py vector_loops: 512 channels
   at 14x14, batch 16, 0.80 -> 0.62 ms on AVX-512, 0.89 -> 0.59 under CPU_ISA=avx2; 960 at 7x7 0.63 -> 0.45 and 0.74 ->
   0.44).
-  A dense conv masks them on a CPU where its window is at most 3 wide, at least 8 output channels read each window and
-  one kernel reads the input: a tap row past the image's edge is then skipped whole (linearize.skip_dead_iterations).
-  On a wide target (AVX-512's 32 registers and masked loads) that holds at any stride and row length (64 channels at
-  56x56, batch 8: 4.45 -> 4.25 ms with the copy's 0.23 ms gone; stride 2, 64 -> 128 channels: 3.3 -> 2.6 ms; 256
-  channels at 14x14, batch 1: 1.11 -> 1.07). With AVX2's 16 registers at stride 2 (128 -> 256 channels at 28x28,
-  batch 1: 1.12 -> 1.00 ms), and at stride 1 where the output channels that read a window fill one vector (8 a
-  group, 128 channels at 28x28, batch 8: 1.03-1.05 -> 0.87-0.90 ms; 8 of 16 input channels at 56x56 0.61 -> 0.54):
-  with more, the tile's masks made a conv slower than the copy (64 channels at 56x56 8%, 16 channels 12%). Kept copied,
-  as measured slower in place: a 7x7 stem (0.91 -> 0.96 ms on AVX-512, 0.54 -> 0.66 on AVX2), a 5x5 conv (0.57 ->
-  0.65), a grouped conv with 4 output channels a group (0.84 -> 0.96), and a copy read by the forward conv and its
-  weight gradient (whose masks are in its innermost loop, 6.1 -> 6.6 ms), which is one copy for both."""
+  A dense conv reads in place on a CPU (rows) where its window is at most 3 wide, at least 8 output channels read each
+  window and one kernel reads the input. Its tap rows past the image's edge are left out by the tap loop's bounds and
+  its middle column tiles read without tests (renderer/cstyle.py bounded_loops, peeled_loops), so it runs as fast as
+  from a copy, or faster (a 64-channel 56x56 conv at batch 8 on AVX-512 4.45 -> 4.2 ms with the copy's 0.23 ms gone;
+  stride 2, 64 -> 128 channels: 3.3 -> 2.4-2.6 ms; under AVX2 7.9 -> 7.3-7.4 ms). Kept copied, as measured slower in
+  place: a 7x7 stem (0.91 -> 0.96 ms on AVX-512, 0.54 -> 0.66 on AVX2), a 5x5 conv (0.57 -> 0.65), a grouped conv with
+  4 output channels a group (0.84 -> 0.96: it is channels first, with an image row in the vector lanes), and a copy read
+  by the forward conv and its weight gradient (whose masks are in its innermost loop, 6.1 -> 6.6 ms), one for both."""
   k, strides, dilations = window.arg
-  unit_stride = max(strides) == 1
-  if not fanout: return not (window.shape[-len(k) - 1] >= MASKED_ROW_MIN or (tails and unit_stride))
+  if not fanout: return not (window.shape[-len(k) - 1] >= MASKED_ROW_MIN or (tails and max(strides) == 1))
   narrow = (k[-1] - 1) * dilations[-1] < 3  # at most 3 wide
-  return shared or fanout < 8 or not narrow or not (wide or rows and (not unit_stride or fanout <= lanes))
+  return shared or fanout < 8 or not narrow or not rows
 
 def _fanout(u: UOp, users: dict[UOp, list[UOp]]) -> int:
   """How many times the elementwise op above u's chain of views reads each of its elements (its expands' ratios)."""

@@ -858,7 +858,7 @@ def _bounds(u: UOp) -> tuple[Any, Any]:
     if s[0][0] >= 0: return (0, min(s[0][1], s[1][0] - 1))
     return (-(s[1][0] - 1), s[1][0] - 1)
   if u.op is Ops.CAST and (dtypes.is_int(u.src[0].dtype) or u.src[0].dtype == dtypes.bool) and full[0] <= s[0][0] and s[0][1] <= full[1]: return s[0]
-  if u.op is Ops.WHERE: return (min(s[1][0], s[2][0]), max(s[1][1], s[2][1]))
+  if u.op is Ops.WHERE: return s[1] if s[0] == (True, True) else s[2] if s[0] == (False, False) else (min(s[1][0], s[2][0]), max(s[1][1], s[2][1]))
   if u.op is Ops.CMPLT:
     if s[0][1] < s[1][0]: return (True, True)
     if s[0][0] >= s[1][1]: return (False, False)

@@ -20,6 +20,10 @@ def fold_by_bounds(x: UOp) -> UOp | None:
   if x.op in GroupOp.ALU and x.op is not Ops.CONST and _is_int(x) and x.vmin == x.vmax: return UOp.const(x.dtype, x.vmin)
   return None
 
+def conjuncts(c: UOp) -> frozenset:
+  """c and, where c is an AND, the conditions it joins, recursively (nested pads AND their gates): c implies each one."""
+  return frozenset([c]).union(*(conjuncts(s) for s in c.src)) if c.op is Ops.AND else frozenset([c])
+
 def _terms(x: UOp) -> list[tuple[UOp | None, int]]:
   """x as a sum of (node, coefficient); node None is the constant term."""
   if x.op is Ops.ADD: return _terms(x.src[0]) + _terms(x.src[1])

@@ -5,6 +5,7 @@ where the channels per group are a multiple of 8 and an image row is shorter tha
 vectors, or there are 64 or more channels, else channels first. Its gradients
 are registered, not composed: the input gradient of a stride-1 convolution is a transposed convolution, a strided one
 keeps the composed window gradient, and the weight gradient reduces batch-last copies of both operands."""
+import re
 import numpy as np, pytest, torch
 import torch.nn.functional as F
 from fusegrad import Tensor, Context, Device
@@ -19,6 +20,7 @@ from fusegrad.codegen.lowerer import lower_kernel
 from fusegrad.schedule import create_schedule
 from fusegrad.schedule.fusion import decide_buffers
 from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.symbolic import conjuncts
 from .helpers import helper_test_op
 
 CASES = [
@@ -162,16 +164,15 @@ def test_seven_columns_are_computed_seven_at_a_time():
   opt = choose(lower_and_simplify(si.ast), Device[si.device].renderer)
   assert opt.kind == "VECTOR" and opt.upcast == 7 and opt.arg * 7 <= 4 * 64, opt
 
-@pytest.mark.parametrize("wide", [False, True])
-def test_a_conv_read_by_a_padded_copy_gets_its_own_kernel(wide, monkeypatch):
-  # conv -> relu -> padded conv: fused into the next conv's padded input, the first conv ran gated and tiled along the
-  # padded rows; it is computed on its own, and the pad kernel only applies the relu. A wide target reads both padded
-  # inputs in place: the first conv computes the relu, and the second reads its buffer
-  _force_wide(monkeypatch, wide)
-  x, w1, w2 = (Tensor.rand(*s).realize() for s in ((1, 8, 20, 20), (12, 8, 3, 3), (12, 12, 3, 3)))
-  with Context(SCACHE=0): items = create_schedule([x.conv2d(w1, padding=1).relu().conv2d(w2, padding=1).uop])[0]  # (keyed without the target)
-  want = [12 * 20 * 20] * 2 if wide else [8 * 22 * 22, 12 * 20 * 20, 12 * 22 * 22, 12 * 20 * 20]
-  assert sorted(si.bufs[0].size for si in items) == sorted(want)
+def test_a_conv_read_by_a_padded_copy_gets_its_own_kernel():
+  # conv -> relu -> padded 5x5 conv (which reads a padded copy): fused into the next conv's padded input, the first
+  # conv ran gated and tiled along the padded rows; it is computed on its own, and the pad kernel only applies the
+  # relu. A 3x3 conv reads its padded input in place: the first conv computes the relu, and the second reads its buffer
+  x, w1 = Tensor.rand(1, 8, 20, 20).realize(), Tensor.rand(12, 8, 3, 3).realize()
+  for k, want in ((5, [12 * 20 * 20, 12 * 24 * 24, 12 * 20 * 20]), (3, [12 * 20 * 20] * 2)):
+    w2 = Tensor.rand(12, 12, k, k).realize()
+    items = create_schedule([x.conv2d(w1, padding=1).relu().conv2d(w2, padding=k // 2).uop])[0]
+    assert sorted(si.bufs[0].size for si in items) == sorted(want)
 
 DEPTHWISE = [((2, 6, 34, 34), dict(padding=1)),  # rows of 34: masked loads, no padded copy
              ((2, 6, 12, 12), dict(padding=1)),  # short rows: a padded copy
@@ -185,39 +186,33 @@ def test_depthwise_convs_match_torch_noopt_and_python(xs, kw):
   helper_test_op([xs, (c, 1, 3, 3), (c,)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
   _match_noopt_and_python(xs, (c, 1, 3, 3), kw, 5)
 
-def _padded_copies(out: Tensor, wide: bool, *more: Tensor, tails: bool | None = None) -> int:
-  """The padded copies on an AVX-512-like target (wide: 16 lanes) or an AVX2-like one (8 lanes)."""
+def _padded_copies(out: Tensor, *more: Tensor, tails: bool = True) -> int:
+  """The padded copies on a CPU whose tiles' last vectors can be masked (tails: AVX2, AVX-512) or not (SSE)."""
   targets = [t.uop for t in (out, *more)]
   order = UOp(Ops.SINK, dtypes.void, tuple(targets)).toposort(lambda u: u.op is Ops.BUFFER)
-  facts = dict(rows=True, wide=wide, tails=wide if tails is None else tails, lanes=16 if wide else 8)
-  return sum(u.op is Ops.PAD for u in decide_buffers(order, targets, **facts))
+  return sum(u.op is Ops.PAD for u in decide_buffers(order, targets, rows=True, tails=tails))
 
 def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
   # the padded copy is a whole pass over memory; a depthwise conv (each window read by one output channel) spends as long
   # on it as on the conv when its rows are long, and gates its loads instead, on every target
-  def copies(size: int, wide: bool, cout: int = 8, groups: int = 8, stride: int = 1) -> int:
+  def copies(size: int, tails: bool = True, cout: int = 8, groups: int = 8, stride: int = 1) -> int:
     x, w = Tensor.empty(2, 8, size, size), Tensor.empty(cout, 8 // groups, 3, 3)
-    return _padded_copies(x.conv2d(w, padding=1, groups=groups, stride=stride), wide)
-  for wide in (False, True):
-    assert copies(40, wide) == 0 and copies(80, wide, stride=2) == 0  # (40 output columns)
-    assert copies(20, wide) == (0 if wide else 1)  # short rows: masks cost more than the copy, unless a tile's last
-    assert copies(40, wide, stride=2) == 1  # vector is masked too (tails: AVX2, AVX-512; at stride 1)
-  x, w = Tensor.empty(2, 8, 20, 20), Tensor.empty(8, 1, 3, 3)
-  assert _padded_copies(x.conv2d(w, padding=1, groups=8), False, tails=True) == 0
-  # a dense conv (windows broadcast to 8 or more output channels, at most 3 wide) gates its loads on a wide target (32
-  # vector registers) at any stride and row length, and on the others at stride 2, or where the channels fill one vector
-  for size in (40, 20):
-    assert copies(size, False, cout=16, groups=1) == 1 and copies(size, True, cout=16, groups=1) == 0
-    assert copies(2 * size, False, cout=16, groups=1, stride=2) == 0 and copies(2 * size, True, cout=16, groups=1, stride=2) == 0
-    assert copies(size, False, cout=8, groups=1) == 0
+    return _padded_copies(x.conv2d(w, padding=1, groups=groups, stride=stride), tails=tails)
+  for tails in (False, True):
+    assert copies(40, tails) == 0 and copies(80, tails, stride=2) == 0  # (40 output columns)
+    assert copies(20, tails) == (0 if tails else 1)  # short rows: masks cost more than the copy, unless a tile's last
+    assert copies(40, tails, stride=2) == 1  # vector is masked too (tails: AVX2, AVX-512; at stride 1)
+  # a dense conv (windows broadcast to 8 or more output channels, at most 3 wide) gates its loads at any stride and
+  # row length
+  for size, stride in ((40, 1), (20, 1), (80, 2), (40, 2)):
+    assert copies(size, cout=16, groups=1, stride=stride) == 0 and copies(size, cout=8, groups=1, stride=stride) == 0
   # copied: a grouped conv with few output channels a group (2 here), a 5x5 kernel, a 3x3 kernel dilated to 5
-  assert copies(40, True, cout=16, groups=8) == 1 and copies(80, False, cout=16, groups=8, stride=2) == 1
+  assert copies(40, cout=16, groups=8) == 1 and copies(80, cout=16, groups=8, stride=2) == 1
   x = Tensor.empty(2, 8, 40, 40)
-  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 5, 5), padding=2), True) == 1
-  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=2, dilation=2), True) == 1
+  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 5, 5), padding=2)) == 1
+  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=2, dilation=2)) == 1
   # one padded input read by two kernels (a conv and, in training, its weight gradient): one copy serves both
-  x = Tensor.empty(2, 8, 40, 40)
-  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=1), True, x.conv2d(Tensor.empty(4, 8, 3, 3), padding=1)) == 1
+  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=1), x.conv2d(Tensor.empty(4, 8, 3, 3), padding=1)) == 1
   # a gated load is 0 where its gate is off: the lowered conv has no select around it
   x, w = Tensor.empty(2, 8, 40, 40), Tensor.empty(8, 1, 3, 3)
   ast = lower_and_simplify(create_schedule([x.conv2d(w, padding=1, groups=8).uop])[0][-1].ast)
@@ -449,37 +444,39 @@ def _reduce_kernel(out: Tensor) -> UOp:
   return [si.ast for si in create_schedule([out.uop])[0] if any(u.op is Ops.REDUCE_AXIS for u in si.ast.toposort())][-1]
 def _linear(out: Tensor) -> list[UOp]: return linearize(lower_kernel(_reduce_kernel(out)), Device["CPU"].renderer)
 
-def _force_wide(monkeypatch, wide: bool = True):
-  """The schedule as on a target with 32 vector registers of 16 lanes (or 16 of 8), on any host."""
-  import fusegrad.schedule as schedule_mod
-  facts = schedule_mod._target_facts
-  monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: (facts(targets)[0], wide, facts(targets)[2], 16 if wide else 8))
-
-def test_a_padded_conv_skips_tap_rows_past_the_edge(monkeypatch):
-  # each tap of a dense conv that reads its padded input in place is gated by its row being inside the image: where it
-  # is not, that tap row adds nothing, and the kernel goes on to the next one (SKIP; C: continue)
-  _force_wide(monkeypatch)
+def test_an_in_place_conv_bounds_its_tap_rows_and_peels_its_column_tiles():
+  # each tap of a dense conv that reads its padded input in place is gated by its row being inside the image (SKIP):
+  # the C loop over tap rows runs only over those (its bounds), with no `continue`, and the tiles of columns past the
+  # first and before the last read without tests (the loop in three: first tile, middle ones, last one)
+  from fusegrad.renderer.cstyle import bounded_loops, peeled_loops
   out = Tensor.empty(2, 8, 40, 40).conv2d(Tensor.empty(64, 8, 3, 3), padding=1)  # (channels last, as ResNet's)
-  skips = [u for u in _linear(out) if u.op is Ops.SKIP]
+  uops = _linear(out)
+  skips = [u for u in uops if u.op is Ops.SKIP]
   assert skips and all(s.src[1].op is Ops.RANGE and s.src[1].src[0].arg == 3 for s in skips)  # the tap row loop
-  assert "continue;" in _render("CPU", _reduce_kernel(out), None).src
+  assert set(bounded_loops(uops, set())) == {s.src[1] for s in skips}
+  peeled = peeled_loops(uops, set(), bounded_loops(uops, set()))
+  # the column tests of the loads' gates (the tap rows' are the SKIP's) are constant in the middle tiles
+  tests = {c for u in uops if u.op is Ops.LOAD and len(u.src) == 3 for c in conjuncts(u.src[2]) if c.op is not Ops.AND}
+  tests -= {c for s in skips for c in conjuncts(s.src[0])}
+  assert len(peeled) == 1 and tests and all(t in folded for folded in peeled.values() for t in tests)
+  src = _render("CPU", _reduce_kernel(out), None).src
+  assert "continue;" not in src and re.search(r"for \(long long ridx\d+ = \(\(0\)>\(1-ridx\d+\)", src)
+  n = next(iter(peeled)).src[0].arg
+  for lo, hi in ((0, 1), (1, n - 1), (n - 1, n)): assert re.search(rf"ridx\d+ = {lo}; ridx\d+ < {hi};", src)
 
-@pytest.mark.parametrize("wide", [False, True])
-def test_dense_convs_read_in_place_match_torch_noopt_and_python(wide, monkeypatch):
-  # the wide target's path (the padded input read in place, tap rows past the edge skipped) on any host, and the other
-  _force_wide(monkeypatch, wide)
-  # in place on a wide target: a 3x3 with 16 output channels; on any target: 8 output channels (one AVX2 vector) to a
-  # 5x3 (tap rows skipped at 2 past each edge) or a group, and stride 2 in both dims or in one. Copied: a 3x5, a
-  # dilated 3x3 (both 5 wide)
-  for xs, ws, kw, in_place in [((2, 5, 14, 16), (16, 5, 3, 3), dict(padding=1), wide), ((1, 4, 13, 17), (8, 4, 5, 3), dict(padding=(2, 1)), True),
-                               ((1, 6, 12, 11), (16, 3, 3, 3), dict(padding=1, groups=2), True),
-                               ((2, 5, 15, 14), (8, 5, 3, 3), dict(stride=2, padding=1), True),
-                               ((1, 4, 14, 13), (12, 4, 3, 3), dict(stride=(2, 1), padding=1), True),
-                               ((1, 4, 13, 16), (8, 4, 3, 5), dict(padding=(1, 2)), False),
-                               ((1, 6, 16, 14), (8, 3, 3, 3), dict(padding=2, dilation=2, groups=2), False)]:
-    assert _padded_copies(Tensor.empty(*xs).conv2d(Tensor.empty(*ws), **kw), wide) == (0 if in_place else 1)
-    helper_test_op([xs, ws, (ws[0],)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
-    _match_noopt_and_python(xs, ws, kw, 7)
+# in place: 3x3s, a 5x3 (tap rows bounded 2 past each edge), 8 output channels a group, stride 2 in both dims or in one,
+# column tiles too few to peel; copied: a 3x5, a dilated 3x3 (both 5 wide)
+IN_PLACE = [((2, 5, 14, 16), (16, 5, 3, 3), dict(padding=1), True), ((1, 4, 13, 17), (8, 4, 5, 3), dict(padding=(2, 1)), True),
+            ((1, 6, 12, 11), (16, 3, 3, 3), dict(padding=1, groups=2), True), ((2, 5, 15, 14), (8, 5, 3, 3), dict(stride=2, padding=1), True),
+            ((1, 4, 14, 13), (12, 4, 3, 3), dict(stride=(2, 1), padding=1), True), ((2, 3, 5, 6), (8, 3, 3, 3), dict(padding=1), True),
+            ((1, 3, 9, 7), (64, 3, 3, 3), dict(padding=1), True),
+            ((1, 4, 13, 16), (8, 4, 3, 5), dict(padding=(1, 2)), False), ((1, 6, 16, 14), (8, 3, 3, 3), dict(padding=2, dilation=2, groups=2), False)]
+
+@pytest.mark.parametrize("xs,ws,kw,in_place", IN_PLACE)
+def test_dense_convs_read_in_place_match_torch_noopt_and_python(xs, ws, kw, in_place):
+  assert _padded_copies(Tensor.empty(*xs).conv2d(Tensor.empty(*ws), **kw)) == (0 if in_place else 1)
+  helper_test_op([xs, ws, (ws[0],)], lambda x, w, b: F.conv2d(x, w, b, **kw), _fg_conv(kw), atol=1e-5)
+  _match_noopt_and_python(xs, ws, kw, 7)
 
 def test_only_sums_of_gated_values_skip():
   # an iteration is skipped only where everything it adds is 0: not where a padded value has 1 added to it, not in a
@@ -504,7 +501,7 @@ def test_masked_tile_tails_match_torch_noopt_and_python(xs, kw, monkeypatch):
   from fusegrad.renderer.cstyle import ClangRenderer
   monkeypatch.setattr(ClangRenderer, "masked_tails", property(lambda self: True))
   import fusegrad.schedule as schedule_mod
-  for facts in ((True, True, True, 16), (True, False, False, 0)):
+  for facts in ((True, True), (True, False)):
     monkeypatch.setattr(schedule_mod, "_target_facts", lambda targets: facts)
     realize_mod._programs.clear()
     test_depthwise_convs_match_torch_noopt_and_python(xs, kw)
