@@ -147,7 +147,7 @@ class CKernel:
     self.vinner: dict[UOp, tuple[int, ...]] = {}
     self.vec_accs: dict[UOp, tuple[int, ...]] = {}
     self.prefetch: dict[UOp, int] = {}  # load -> elements ahead to prefetch (ClangRenderer.prepare: next_row_prefetches)
-    self.bounded: dict[UOp, tuple[list, list]] = {}  # loop -> the ranges its SKIP's test allows (ClangRenderer.prepare: bounded_loops)
+    self.bounded: dict[UOp, tuple[UOp, list, list]] = {}  # loop -> (its SKIP, the ranges its test allows) (ClangRenderer.prepare: bounded_loops)
     self.peeled: dict[UOp, dict[UOp, str]] = {}  # loop -> tests constant in its middle iterations (peeled_loops)
     self.folded: dict[UOp, str] = {}  # while rendering a peeled loop's middle iterations: its tests
   def r(self, u: UOp) -> str: return self.names[u] if u in self.names else self.renderer.render_const(u.arg, u.dtype)
@@ -220,7 +220,7 @@ def _acc_update(k: CKernel, u: UOp):
   acc = k.r(u.src[0]) + (f"[{k.r(u.src[2])}]" if len(u.src) == 3 else "")
   k.emit(f"{acc} = {k.renderer.render_alu(u.arg, u.dtype, [acc, k.r(u.src[1])], u.dtype)};")
 def _skip(k: CKernel, u: UOp):  # SKIP(test, loop)
-  if u.src[1] not in k.bounded: return k.emit(f"if (!{k.r(u.src[0])}) continue;")
+  if k.bounded.get(u.src[1], (None,))[0] is not u: return k.emit(f"if (!{k.r(u.src[0])}) continue;")
   # the loop's bounds keep the test true: where it gates a load, the load is plain (with AVX2 a broadcast from memory)
   for c in conjuncts(u.src[0]): k.names[c] = "1"
 def _reduce(k: CKernel, u: UOp):
@@ -236,7 +236,7 @@ STATEMENTS = {Ops.DEFINE_GLOBAL: _define_global, Ops.DEFINE_VAR: _define_var, Op
               Ops.REDUCE: _reduce, Ops.SKIP: _skip, Ops.SPECIAL: lambda k, u: k.renderer.render_special(k, u),
               Ops.DEFINE_LOCAL: lambda k, u: k.renderer.render_local(k, u), Ops.BARRIER: lambda k, u: k.renderer.render_barrier(k, u)}
 
-def peeled_loops(uops: list[UOp], vector: set[UOp], bounded: dict[UOp, tuple]) -> dict[UOp, dict[UOp, str]]:
+def peeled_loops(uops: list[UOp], vector: set[UOp], bounded: dict[UOp, tuple[UOp, list, list]]) -> dict[UOp, dict[UOp, str]]:
   """Output loops of n iterations whose middle ones (1 ... n-2) pass a bounds test of a gated load that the first or
   last fails (a padded conv's tiles of columns reading its input in place): loop -> the tests (bool nodes of its body)
   that are constant in the middle iterations, as C constants. The renderer writes such a loop three times: the first
@@ -245,6 +245,7 @@ def peeled_loops(uops: list[UOp], vector: set[UOp], bounded: dict[UOp, tuple]) -
   folded: tests that a bounded loop keeps true, and tests computed inside a vector loop. vector: the loops rendered as
   vectors, and the threads' loop."""
   out: dict[UOp, dict[UOp, str]] = {}
+  bounded_skips = {skip for skip, _, _ in bounded.values()}
   inside: UOp | None = None  # the peeled loop whose body this is
   for u in uops:
     if u.op is Ops.ENDRANGE and u.src[0] is inside: inside = None
@@ -252,7 +253,7 @@ def peeled_loops(uops: list[UOp], vector: set[UOp], bounded: dict[UOp, tuple]) -
     body = loop_body(uops, u)
     if not any(x.op is Ops.STORE for x in body): continue  # a reduce loop (a conv's taps): too short to pay for a copy
     vector_bodies = {x for v in body if v in vector for x in loop_body(uops, v)}
-    kept = {c for x in body if x.op is Ops.SKIP and x.src[1] in bounded for c in conjuncts(x.src[0])}
+    kept = {c for x in body if x in bounded_skips for c in conjuncts(x.src[0])}
     tests = {c for x in body if x.op is Ops.LOAD and len(x.src) == 3 for c in conjuncts(x.src[2])} - kept
     middle = UOp(Ops.DEFINE_VAR, u.dtype, (), ("peel", 1, u.src[0].arg - 2))
     moves = {u}  # the body's values that depend on u (uops are in dependency order)
@@ -268,16 +269,17 @@ def peeled_loops(uops: list[UOp], vector: set[UOp], bounded: dict[UOp, tuple]) -
 
 PURE = GroupOp.ALU | {Ops.CONST, Ops.CAST, Ops.BITCAST, Ops.LOAD}
 
-def bounded_loops(uops: list[UOp], vector: set[UOp]) -> dict[UOp, tuple[list, list]]:
-  """Loops whose SKIP test is a range of the loop's index (a padded conv's tap rows inside the image: i + row >= 1,
-  i + row < 57), with only values computed before it in the iteration: loop -> (lower, upper) bounds, each a
-  (constant, terms) pair meaning constant - sum(coefficient * node) for nodes computed outside the loop. The renderer
-  makes those the loop's bounds and drops the test (AVX2's 3x3 conv read in place: its `continue` kept gcc from
-  scheduling the taps together, 8.1 -> 7.3 ms)."""
-  out: dict[UOp, tuple[list, list]] = {}
+def bounded_loops(uops: list[UOp], vector: set[UOp]) -> dict[UOp, tuple[UOp, list, list]]:
+  """Loops with a SKIP whose test is a range of the loop's index (a padded conv's tap rows inside the image: i + row
+  >= 1, i + row < 57), with only values computed before it in the iteration: loop -> (that SKIP, lower bounds, upper
+  bounds), each bound a (constant, terms) pair meaning constant - sum(coefficient * node) for nodes computed outside the
+  loop. The renderer makes those the loop's bounds and drops that test (AVX2's 3x3 conv read in place: its `continue`
+  kept gcc from scheduling the taps together, 8.1 -> 7.3 ms); the loop's other SKIPs (a strided transposed conv's
+  zeros between pixels) stay."""
+  out: dict[UOp, tuple[UOp, list, list]] = {}
   where = {u: i for i, u in enumerate(uops)}
   for u in uops:
-    if u.op is not Ops.SKIP or (r := u.src[1]) in vector or r.src[0].op is not Ops.CONST: continue
+    if u.op is not Ops.SKIP or (r := u.src[1]) in vector or r in out or r.src[0].op is not Ops.CONST: continue
     if any(x.op not in PURE for x in uops[where[r] + 1:where[u]]): continue
     bounds: tuple[list, list] = ([(0, [])], [(r.src[0].arg, [])])
     for c in conjuncts(u.src[0]):
@@ -289,7 +291,7 @@ def bounded_loops(uops: list[UOp], vector: set[UOp]) -> dict[UOp, tuple[list, li
       rest = [(n, m) for n, m in terms if n is not r]
       if (r, 1) not in terms or len(rest) != len(terms) - 1 or any(n is not None and where.get(n, len(uops)) > where[r] for n, _ in rest): break
       bounds[0 if lower else 1].append((cmp.src[1].arg - sum(m for n, m in rest if n is None), [(n, m) for n, m in rest if n is not None]))
-    else: out[r] = bounds
+    else: out[r] = (u, *bounds)
   return out
 
 PREFETCH_ROW_BYTES = 16384  # a row prefetched a whole pass ahead must still be in L1/L2 when the next row is read
@@ -351,7 +353,7 @@ class ClangRenderer(CStyleRenderer):
         e = bound(bs[0])
         for b in map(bound, bs[1:]): e = f"({e}{cmp}{b}?{e}:{b})"
         return e
-      lo, hi = k.bounded[u]
+      _, lo, hi = k.bounded[u]
       return fold(lo, ">"), fold(hi, "<")
     if u is not k.parallel: return super().loop_bounds(k, u)
     # the outermost loop is split evenly across the threads that call this kernel

@@ -202,12 +202,11 @@ def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
     assert copies(40, tails) == 0 and copies(80, tails, stride=2) == 0  # (40 output columns)
     assert copies(20, tails) == (0 if tails else 1)  # short rows: masks cost more than the copy, unless a tile's last
     assert copies(40, tails, stride=2) == 1  # vector is masked too (tails: AVX2, AVX-512; at stride 1)
-  # a dense conv (windows broadcast to 8 or more output channels, at most 3 wide) gates its loads at any stride and
-  # row length
+  # a dense or grouped conv (windows broadcast to several output channels) at most 3 wide gates its loads at any
+  # stride and row length
   for size, stride in ((40, 1), (20, 1), (80, 2), (40, 2)):
-    assert copies(size, cout=16, groups=1, stride=stride) == 0 and copies(size, cout=8, groups=1, stride=stride) == 0
-  # copied: a grouped conv with few output channels a group (2 here), a 5x5 kernel, a 3x3 kernel dilated to 5
-  assert copies(40, cout=16, groups=8) == 1 and copies(80, cout=16, groups=8, stride=2) == 1
+    assert copies(size, cout=16, groups=1, stride=stride) == 0 and copies(size, cout=16, groups=8, stride=stride) == 0
+  # copied: a 5x5 kernel, a 3x3 kernel dilated to 5
   x = Tensor.empty(2, 8, 40, 40)
   assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 5, 5), padding=2)) == 1
   assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=2, dilation=2)) == 1
@@ -463,13 +462,18 @@ def test_an_in_place_conv_bounds_its_tap_rows_and_peels_its_column_tiles():
   assert "continue;" not in src and re.search(r"for \(long long ridx\d+ = \(\(0\)>\(1-ridx\d+\)", src)
   n = next(iter(peeled)).src[0].arg
   for lo, hi in ((0, 1), (1, n - 1), (n - 1, n)): assert re.search(rf"ridx\d+ = {lo}; ridx\d+ < {hi};", src)
+  # a strided transposed conv's tap loop also skips the zeros between input pixels: that SKIP stays a `continue`
+  out = Tensor.empty(1, 8, 10, 10).conv_transpose2d(Tensor.empty(8, 16, 3, 3), stride=2)
+  bounded = bounded_loops(uops := _linear(out), set())
+  assert bounded and any(u.op is Ops.SKIP and u is not bounded.get(u.src[1], (None,))[0] for u in uops)
+  assert "continue;" in _render("CPU", _reduce_kernel(out), None).src
 
-# in place: 3x3s, a 5x3 (tap rows bounded 2 past each edge), 8 output channels a group, stride 2 in both dims or in one,
-# column tiles too few to peel; copied: a 3x5, a dilated 3x3 (both 5 wide)
+# in place: 3x3s, a 5x3 (tap rows bounded 2 past each edge), 8 and 2 output channels a group, stride 2 in both dims or
+# in one, column tiles too few to peel; copied: a 3x5, a dilated 3x3 (both 5 wide)
 IN_PLACE = [((2, 5, 14, 16), (16, 5, 3, 3), dict(padding=1), True), ((1, 4, 13, 17), (8, 4, 5, 3), dict(padding=(2, 1)), True),
             ((1, 6, 12, 11), (16, 3, 3, 3), dict(padding=1, groups=2), True), ((2, 5, 15, 14), (8, 5, 3, 3), dict(stride=2, padding=1), True),
             ((1, 4, 14, 13), (12, 4, 3, 3), dict(stride=(2, 1), padding=1), True), ((2, 3, 5, 6), (8, 3, 3, 3), dict(padding=1), True),
-            ((1, 3, 9, 7), (64, 3, 3, 3), dict(padding=1), True),
+            ((1, 3, 9, 7), (64, 3, 3, 3), dict(padding=1), True), ((2, 8, 10, 12), (8, 2, 3, 3), dict(padding=1, groups=4), True),
             ((1, 4, 13, 16), (8, 4, 3, 5), dict(padding=(1, 2)), False), ((1, 6, 16, 14), (8, 3, 3, 3), dict(padding=2, dilation=2, groups=2), False)]
 
 @pytest.mark.parametrize("xs,ws,kw,in_place", IN_PLACE)

@@ -70,6 +70,7 @@ CONVT = [
   ((1, 4, 4, 4), (4, 2, 3, 2), dict(groups=2, dilation=2, padding=(1, 0))),
   ((2, 2, 3, 3), (2, 2, 4, 4), dict(stride=2, padding=1)),  # the usual 2x upsampling
   ((1, 3, 4, 3), (3, 2, 2, 3), dict(stride=(3, 2), output_padding=(1, 0))),
+  ((1, 8, 4, 5), (8, 16, 3, 3), dict(stride=2, padding=1, output_padding=1)),  # 16 output channels: read in place
 ]
 
 @pytest.mark.parametrize("xs,ws,kw", CONVT)
