@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from fusegrad.dtype import dtypes
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
-from fusegrad.uop.symbolic import symbolic
+from fusegrad.uop.symbolic import conjuncts, symbolic
 from fusegrad.codegen.lowerer import reduce_identity
-from fusegrad.uop.symbolic import conjuncts
-from fusegrad.codegen.opt import Opt, apply_opt, choose, loop_deps, merge_loops, output_ranges, reduce_op, share_row_values
+from fusegrad.codegen.opt import Opt, apply_opt, choose, loop_deps, merge_loops, output_ranges, reads_own_output, reduce_op, share_row_values
 from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT
 from fusegrad.renderer import Renderer
@@ -115,8 +114,7 @@ def linearize(sink: UOp, target: Renderer, opt: Opt | None = None) -> list[UOp]:
         placed.add(id(outer))
         loop_parent(u).items += [*(accs[m] for m in group_of[u]), outer]
     home.items.append(u)
-  stored = {s.src[0] for s in sink.src if s.op is Ops.STORE}
-  if any(u.op is Ops.LOAD and u.src[0] in stored for u in order): stores_last(root)
+  if reads_own_output(sink, order): stores_last(root)
   if not NOOPT and not target.has_threads: skip_dead_iterations(root, home_of)  # (a GPU thread skipping a barrier would hang)
   out: list[UOp] = []
   def flatten(b: Block):

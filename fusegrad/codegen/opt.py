@@ -136,6 +136,11 @@ def reduce_op(r: UOp) -> Ops:
   """A REDUCE's op (its arg, or the arg's first entry where it has an accumulator array)."""
   return r.arg[0] if isinstance(r.arg, tuple) else r.arg
 
+def reads_own_output(sink: UOp, nodes) -> bool:
+  """Does a LOAD among `nodes` (the kernel's) read a buffer the kernel stores to (_block_reduce's partial sums)?"""
+  stored = {st.src[0] for st in sink.src if st.op is Ops.STORE}
+  return any(u.op is Ops.LOAD and u.src[0] in stored for u in nodes)
+
 def output_ranges(sink: UOp) -> list[UOp]:
   """The loops over output elements (not closed by a reduce), outermost first."""
   order = sink.toposort()
@@ -503,9 +508,7 @@ def _blockable(sink: UOp, rows: UOp | None, n: int) -> bool:
   k = reduces[0].src[1]
   if not (k.src[0].op is Ops.CONST and n < k.src[0].arg and k.src[0].arg % n == 0): return False
   if not any(r.arg < rows.arg and r.src[0].op is Ops.CONST and r.src[0].arg > 1 for r in output_ranges(sink)): return False
-  stored = [st.src[0] for st in sink.src]
-  if any(b.dtype.base != dtypes.float32 for b in stored): return False
-  if any(u.op is Ops.LOAD and u.src[0] in stored for u in order): return False
+  if any(st.src[0].dtype.base != dtypes.float32 for st in sink.src) or reads_own_output(sink, order): return False
   return all(sum(1 for u in st.src[2].toposort() if u.op is Ops.REDUCE) == 1 for st in sink.src)
 
 def _block_reduce(sink: UOp, rows: UOp, n: int) -> UOp:

@@ -342,8 +342,9 @@ class ClangRenderer(CStyleRenderer):
     if first is not None and first.op is Ops.RANGE and first.src[0].op is Ops.CONST and first.src[0].arg > 1: k.parallel = first
     if k.parallel is not None and not NOOPT: k.prefetch = next_row_prefetches(uops, k.parallel)
     if not NOOPT:
-      k.bounded = bounded_loops(uops, set(k.vloops) | set(k.vinner))
-      k.peeled = peeled_loops(uops, set(k.vloops) | set(k.vinner) | {k.parallel}, k.bounded)
+      vector = set(k.vloops) | set(k.vinner)
+      k.bounded = bounded_loops(uops, vector)
+      k.peeled = peeled_loops(uops, vector | {k.parallel}, k.bounded)
 
   def loop_bounds(self, k: CKernel, u: UOp) -> tuple[str, str]:
     if u in k.bounded:  # the range its SKIP's test allows: the largest lower bound, the smallest upper one

@@ -452,8 +452,9 @@ def test_an_in_place_conv_bounds_its_tap_rows_and_peels_its_column_tiles():
   uops = _linear(out)
   skips = [u for u in uops if u.op is Ops.SKIP]
   assert skips and all(s.src[1].op is Ops.RANGE and s.src[1].src[0].arg == 3 for s in skips)  # the tap row loop
-  assert set(bounded_loops(uops, set())) == {s.src[1] for s in skips}
-  peeled = peeled_loops(uops, set(), bounded_loops(uops, set()))
+  bounded = bounded_loops(uops, set())
+  assert set(bounded) == {s.src[1] for s in skips}
+  peeled = peeled_loops(uops, set(), bounded)
   # the column tests of the loads' gates (the tap rows' are the SKIP's) are constant in the middle tiles
   tests = {c for u in uops if u.op is Ops.LOAD and len(u.src) == 3 for c in conjuncts(u.src[2]) if c.op is not Ops.AND}
   tests -= {c for s in skips for c in conjuncts(s.src[0])}
