@@ -2,8 +2,10 @@
 buffer view). The scheduler, Tensor, TinyJit and the weight loaders ask and tell through these calls; no other module
 holds or edits the maps.
 
-Both maps are weak: a BUFFER uop nobody references any more takes its Buffer with it, and a realized result is
-remembered only while its lazy uop is alive (hash-consing makes a later, equal graph find it)."""
+Both maps live on the nodes themselves (an entry of the node's __dict__), so they are weak: a BUFFER uop nobody
+references any more takes its Buffer with it, and a realized result is remembered only while its lazy uop is alive
+(hash-consing makes a later, equal graph find it). The scheduler asks them of every node it walks, and a
+WeakKeyDictionary's lookup (a new weak reference each time) was a quarter of its walk."""
 from __future__ import annotations
 import itertools, weakref
 from fusegrad.device import Buffer, BufferView
@@ -11,22 +13,23 @@ from fusegrad.dtype import DType
 from fusegrad.uop.ops import Ops, UOp
 
 _buffer_ids = itertools.count()
-_buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
-_realized: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+_BUFFER, REALIZED = "buffer", "realized_view"  # the keys in a node's __dict__ (the schedule walk reads REALIZED)
+_realized: weakref.WeakSet[UOp] = weakref.WeakSet()  # the nodes with a realized view, for invalidate()
 
 def new_buffer_uop(device: str, size: int, dtype: DType, buf: Buffer | None = None) -> UOp:
   """A new BUFFER uop naming `buf` (default: a new, not yet allocated Buffer)."""
   u = UOp(Ops.BUFFER, dtype, (UOp(Ops.DEVICE, arg=device),), (next(_buffer_ids), size))
-  _buffers[u] = buf if buf is not None else Buffer(device, size, dtype)
+  u.__dict__[_BUFFER] = buf if buf is not None else Buffer(device, size, dtype)
   return u
 
 def buffer_of(u: UOp) -> Buffer | None:
   """The Buffer a BUFFER uop names (None for any other uop)."""
-  return _buffers.get(u)
+  return u.__dict__.get(_BUFFER)
 
-# the scheduler asks these once per graph node: bound methods, not wrappers, keep that cheap
-is_realized = _realized.__contains__
-realized_view = _realized.get  # u -> the buffer view (RESHAPE of a BUFFER) holding u's value, or None
+def is_realized(u: UOp) -> bool: return REALIZED in u.__dict__
+def realized_view(u: UOp) -> UOp | None:
+  """The buffer view (RESHAPE of a BUFFER) holding u's value, or None."""
+  return u.__dict__.get(REALIZED)
 
 def mark_realized(u: UOp, view: UOp) -> None:
   """u's value now lives in `view`: later schedules read it instead of recomputing u. Not a constant (a CONST, reshaped
@@ -34,21 +37,25 @@ def mark_realized(u: UOp, view: UOp) -> None:
   kernel using that number would read the buffer instead (a softmax then took two kernels)."""
   c = u
   while c.op in (Ops.RESHAPE, Ops.EXPAND): c = c.src[0]
-  if c.op is not Ops.CONST: _realized[u] = view
+  if c.op is not Ops.CONST:
+    u.__dict__[REALIZED] = view
+    _realized.add(u)
 
 def buffer_view(u: UOp) -> UOp | None:
   """The BUFFER behind u if u is (a realized value that is) only a reshape of a whole buffer, or a contiguous byte
   range of a DISK buffer: its value needs no kernel."""
   while True:
-    if (v := _realized.get(u)) is not None: u = v
+    if (v := u.__dict__.get(REALIZED)) is not None: u = v
     elif u.op is Ops.RESHAPE: u = u.src[0]
     else: break
   return u if u.op is Ops.BUFFER else _disk_view(u)
 
 def invalidate(base: UOp) -> None:
   """The contents of BUFFER `base` changed: forget every realized result held in it or computed from it."""
-  for k, v in list(_realized.items()):
-    if buffer_view(v) is base or base in k.toposort(): _realized.pop(k, None)
+  for k in list(_realized):
+    if buffer_view(k.__dict__[REALIZED]) is base or base in k.toposort():
+      del k.__dict__[REALIZED]
+      _realized.discard(k)
 
 # ---------------- byte-range views of DISK buffers: slicing a file tensor and copying it reads only those bytes
 _disk_views: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
@@ -75,7 +82,7 @@ def _disk_view(u: UOp) -> UOp | None:
   while x.op in (Ops.RESHAPE, Ops.SHRINK, Ops.BITCAST):
     chain.append(x)
     x = x.src[0]
-  if x.op is not Ops.BUFFER or not str(x.device).startswith("DISK:") or (base := _buffers.get(x)) is None: return None
+  if x.op is not Ops.BUFFER or not str(x.device).startswith("DISK:") or (base := buffer_of(x)) is None: return None
   offset, shape = 0, x.shape  # element offset into the base buffer, current (C-contiguous) shape
   for y in reversed(chain):
     if y.op is Ops.BITCAST and y.dtype.itemsize != y.src[0].dtype.itemsize: return None

@@ -3,7 +3,7 @@ every node above them new), but its structure repeats. The cache keys a schedule
 buffers abstracted to slots and bound variable values left out, and on a hit rebuilds the items on this call's buffers."""
 from __future__ import annotations
 import struct
-from fusegrad.buffers import buffer_of, is_realized, new_buffer_uop, realized_view
+from fusegrad.buffers import REALIZED, buffer_of, new_buffer_uop, realized_view
 from fusegrad.device import Buffer
 from fusegrad.helpers import ContextVar
 from fusegrad.schedule.fusion import EXPAND_COST_LIMIT
@@ -37,7 +37,7 @@ class Walk:
       if u is not None:
         if u in seen: continue
         seen.add(u)
-        if u.op is not BUFFER and not is_realized(u):
+        if u.op is not BUFFER and REALIZED not in u.__dict__:  # is_realized, inlined
           push(u); push(None)
           # a bound value is not walked (it is not part of the key); the order then lacks it, see `order_ok`
           if u.op is BIND: push(u.src[0])

@@ -41,8 +41,10 @@ def _conv_pads(padding: Any, k_: tuple[int, ...], d_: tuple[int, ...], s_: tuple
   if len(p) == 2 * n: return [(p[2 * (n - 1 - i)], p[2 * (n - 1 - i) + 1]) for i in range(n)]
   raise TensorError(f"padding {padding} needs 1, {n} or {2 * n} values for {n} spatial dims")
 
-def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...], pads: list[tuple[int, int]] | None) -> Callable:
-  """The gradients of a convolution of the padded input xp with the weight w, red being its (bs, g, cout/g, *o) sum;
+def _conv_vjp(red: UOp, groups: int, s_: tuple[int, ...], d_: tuple[int, ...], pads: list[tuple[int, int]] | None) -> Callable:
+  """The gradients of a convolution of the padded input xp with the weight w, red being the node of its (bs, g, cout/g,
+  *o) sum (a node, not a Tensor: the rule lives as long as the graph, which a lazy .grad can keep for many steps, and a
+  Tensor in it would stay in the live-tensor registry that every assign and backward scans);
   with `pads`, of the input x that xp pads (symmetric pads of a stride-1 convolution).
   The composed graph is correct but slow: its input gradient sums k shifted copies of a buffer k times the input's
   size, and its weight gradient reads both operands along a short spatial row. So the input gradient of a stride-1
@@ -64,7 +66,7 @@ def _conv_vjp(red: Tensor, groups: int, s_: tuple[int, ...], d_: tuple[int, ...]
     if needs[0] and all(s == 1 for s in s_):
       gx = g.conv_transpose2d(w, groups=groups, dilation=d_, padding=tuple(b for b, _ in pads or [(0, 0)] * n)).cast(xp.dtype)
     elif needs[0] and all(d == 1 for d in d_): gx = _input_grad_by_phases(g, w, xp.shape, groups, s_).cast(xp.dtype)
-    elif needs[0]: gx = type(g)(compute_gradient(red.uop, g.reshape(red.shape).uop, {xp.uop})[xp.uop])
+    elif needs[0]: gx = type(g)(compute_gradient(red, g.reshape(red.shape).uop, {xp.uop})[xp.uop])
     if by_channels: gw = _wgrad_channels_last(g, xp, w.shape, groups, s_, d_).cast(w.dtype)
     elif needs[1]:
       last = lambda t: t.permute(*range(1, t.ndim), 0).contiguous()  # noqa: E731  (c, *spatial, bs)
@@ -383,7 +385,7 @@ class NNMixin(TensorMixin):
     # transposed conv with that padding. For the padded copy, the border computed was then cropped off (a 56x56 layer
     # computed 58x58) and the crop copied
     direct = all(s == 1 for s in s_) and all(b == a <= d * (k - 1) for (b, a), d, k in zip(pads, d_, k_))
-    out = with_gradient(red.reshape(bs, cout, *o_), (x if direct else xp, weight), _conv_vjp(red, groups, s_, d_, pads if direct else None))
+    out = with_gradient(red.reshape(bs, cout, *o_), (x if direct else xp, weight), _conv_vjp(red.uop, groups, s_, d_, pads if direct else None))
     if bias is not None: out = out + bias.reshape(1, cout, *(1,) * n)
     return out.squeeze(0) if unbatched else out
   def conv1d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
