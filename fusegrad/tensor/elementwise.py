@@ -357,8 +357,13 @@ class ElementwiseMixin(TensorMixin):
     if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
     mag = _signbit(a).where(-a, a)  # |a| with a +0.0 for -0.0 (a * sign(a) kept -0.0, so copysign(-0.0, -1) gave +0.0)
     # torch's derivative: result / a, 0 where a == 0 (so NaN for NaN and inf a); other gets none. The closure must not hold
-    # the result (it would keep its own registry key alive): it rebuilds it, the same hash-consed node
-    return with_derivative(_signbit(b).where(-mag, mag), a, lambda a: (a == 0).where(0, _signbit(b).where(-mag, mag).detach() / a))
+    # the result (it would keep its own registry key alive): it rebuilds it, the same hash-consed node, from the nodes of
+    # b and mag (Tensors would stay in the live-tensor registry for as long as the graph lives: see nn.py's _conv_vjp)
+    b_node, mag_node = b.uop, mag.uop
+    def dydx(a: Tensor) -> Tensor:
+      out = _signbit(type(a)(b_node)).where(-type(a)(mag_node), type(a)(mag_node))
+      return (a == 0).where(0, out.detach() / a)
+    return with_derivative(_signbit(b).where(-mag, mag), a, dydx)
   def signbit(self: Tensor) -> Tensor:
     if not dtypes.is_float(self.dtype): return self < 0 if self.dtype != dtypes.bool else self.full_like(False)
     return _signbit(self)
