@@ -160,8 +160,8 @@ def _known_facts(u: UOp) -> None:
   u.__dict__.update(shape=shape, vshape=shape, device=device, tensor_level=True)
 
 def _movement(op: Ops, x: UOp, shape: tuple[int, ...], arg: Any = None) -> UOp:
-  """RESHAPE, EXPAND or PERMUTE (arg: its order) of a concrete tensor-level node to `shape`, with its facts set now (as
-  _known_facts does)."""
+  """A movement op of a node without symbolic dims to `shape` (arg: RESHAPE and EXPAND's is the shape), with its facts
+  set now (as _known_facts does)."""
   u = UOp(op, x.dtype, (x,), shape if arg is None else arg)
   if "shape" not in u.__dict__: u.__dict__.update(shape=shape, vshape=shape, device=x.device, tensor_level=x.tensor_level)
   return u
@@ -544,14 +544,16 @@ class OpBuilder:
     axes = [norm_axis(a, len(self.shape)) for a in _sizes(axis, args)]
     if len(set(axes)) != len(axes): raise TensorError(f"dim appears multiple times in flip {axis}")
     if any(isinstance(self.vshape[a], UOp) for a in axes): raise TypeError(f"flip of a symbolic dim of {fmt_shape(self.vshape)} is not supported")
-    return UOp(Ops.FLIP, self.dtype, (self,), tuple(i in axes for i in range(len(self.shape)))) if axes else self
+    if not axes: return self
+    arg = tuple(i in axes for i in range(len(self.shape)))
+    return _movement(Ops.FLIP, self, self.shape, arg) if self.vshape is self.shape else UOp(Ops.FLIP, self.dtype, (self,), arg)
   def shrink(self, arg):
     """One (start, end) pair (or None: the whole dim) per dim."""
     if len(arg) != len(self.shape): raise TensorError(f"shrink needs one (start, end) per dim of {self.shape}, got {arg}")
     if self.vshape is not self.shape or any(isinstance(b, UOp) for a in arg if a is not None for b in a): return self._sym_shrink(arg)
     arg = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     if any(not 0 <= b <= e <= s for (b, e), s in zip(arg, self.shape)): raise TensorError(f"shrink {arg} out of bounds for shape {self.shape}")
-    return self if all(a == (0, s) for a, s in zip(arg, self.shape)) else UOp(Ops.SHRINK, self.dtype, (self,), arg)
+    return self if all(a == (0, s) for a, s in zip(arg, self.shape)) else _movement(Ops.SHRINK, self, tuple(e - b for b, e in arg), arg)
   def pad(self, padding):
     """One (before, after) pair (or None) per dim, with zeros; a negative amount crops."""
     pairs = [(0, 0) if p is None else tuple(p) for p in padding]
@@ -563,9 +565,9 @@ class OpBuilder:
       x = x.shrink(crop)
     pos = tuple((max(b, 0), max(a, 0)) for b, a in pairs)
     if all(p == (0, 0) for p in pos): return x
-    out = UOp(Ops.PAD, x.dtype, (x,), pos)
-    check_numel(out.shape)
-    return out
+    shape = check_numel(tuple(s + b + a for s, (b, a) in zip(x.shape, pos)))
+    # (with symbolic dims its facts are derived when read)
+    return _movement(Ops.PAD, x, shape, pos) if x.vshape is x.shape else UOp(Ops.PAD, x.dtype, (x,), pos)
   def unsqueeze(self, dim: int):
     d = norm_axis(dim, len(self.shape) + 1)
     return self.reshape(self.vshape[:d] + (1,) + self.vshape[d:])
