@@ -58,8 +58,9 @@ class MovementMixin(TensorMixin):
     if None in shape:  # tinygrad: None keeps that dim's size
       if len(shape) > self.ndim and None in shape[self.ndim:]: raise TensorError(f"reshape {shape}: None at a dim that {self.shape} does not have")
       shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(shape))
-    for s in shape:
-      if not isinstance(s, (int, UOp)) or isinstance(s, bool): raise TypeError(f"reshape sizes must be ints (or bound Variables), got {shape}")
+    if not all(type(s) is int for s in shape):
+      for s in shape:
+        if not isinstance(s, (int, UOp)) or isinstance(s, bool): raise TypeError(f"reshape sizes must be ints (or bound Variables), got {shape}")
     return self._moved(self.uop.reshape(shape))
   def view(self: Tensor, *shape) -> Tensor: return self.reshape(*shape) if shape and not isinstance(shape[0], DType) else self.bitcast(shape[0])
   def expand(self: Tensor, shape, *args) -> Tensor: return self._moved(self.uop.expand(shape, *args))

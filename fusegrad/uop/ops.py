@@ -262,6 +262,11 @@ def norm_axis(axis: int, ndim: int, name: str = "dim") -> int:
   if not lo <= axis <= hi: raise IndexError(f"{name} {axis} is out of range for a tensor with {ndim} dimension(s) (expected in [{lo}, {hi}])")
   return axis % max(ndim, 1)
 
+def _plain_sizes(shape: tuple) -> bool:
+  """Are these sizes (or dims) all non-negative ints? (No bools, no Variables, no -1: the fast paths of reshape and
+  permute, which every model calls many times a step.)"""
+  return all(type(s) is int for s in shape) and (not shape or min(shape) >= 0)
+
 def _sizes(shape, args) -> tuple:
   """Tensor's spellings of a shape argument: f((2, 3)) or f(2, 3)."""
   return tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + tuple(args)
@@ -508,6 +513,9 @@ class OpBuilder:
   # ---- movement (tensor level); each returns self when it would change nothing, as Tensor's do
   def reshape(self, shape, *args):
     shape = _sizes(shape, args)
+    if self.vshape is self.shape and _plain_sizes(shape):  # the common case, checked in one pass
+      if shape == self.shape: return self
+      if prod(shape) == self.size: return _movement(Ops.RESHAPE, self, shape)
     if self.vshape is not self.shape or any(isinstance(s, UOp) for s in shape): return self._sym_reshape(shape)
     if shape.count(-1) > 1: raise TensorError(f"only one dimension can be inferred (-1) in reshape {shape}")
     if any(s < -1 for s in shape): raise TensorError(f"invalid size in reshape {shape}")
@@ -527,7 +535,8 @@ class OpBuilder:
     return self._broadcast_to(new)
   def permute(self, order, *args):
     n = len(self.shape)
-    order = tuple(norm_axis(o, n) for o in _sizes(order, args))
+    order = _sizes(order, args)
+    if not (_plain_sizes(order) and sorted(order) == list(range(n))): order = tuple(norm_axis(o, n) for o in order)  # (negative dims)
     if sorted(order) != list(range(n)): raise TensorError(f"permute order {order} is not a permutation of the {n} dims of shape {self.shape}")
     # a permute of a permute is one (none where they cancel: a channels-last buffer viewed channels first, then back)
     if self.op is Ops.PERMUTE and len(self.src) == 1: return self.src[0].permute(tuple(self.arg[o] for o in order))
