@@ -106,15 +106,15 @@ class CreationMixin(TensorMixin):
   def _random_bits(cls: type[Tensor], shape: tuple[int, ...], device: str | None) -> Tensor:
     n = prod(shape)
     offset = rng.advance(n)
-    ctr = cls(UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n)).cast(dtypes.uint32)
+    ctr = UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n).cast(dtypes.uint32)
     # the low bits of the offset are a bound variable, so every call reuses the same compiled kernel
-    off = cls(rng.offset_var(offset)).cast(dtypes.uint32)
-    ctr = ctr + off._broadcast_to(ctr.shape)
-    def mix(x: Tensor) -> Tensor:  # "lowbias32" integer hash
-      x = x ^ (x >> 16); x = x * 0x7feb352d; x = x ^ (x >> 15); x = x * 0x846ca68b
-      return x ^ (x >> 16)
+    ctr = ctr + rng.offset_var(offset).cast(dtypes.uint32)._broadcast_to(ctr.shape)
+    # built on nodes (Tensor's ops build the same ones): a Tensor per op was a third of building a dropout mask
+    def mix(x: UOp) -> UOp:  # "lowbias32" integer hash
+      x = x ^ (x._bitwise(Ops.SHR, 16)); x = x * 0x7feb352d; x = x ^ (x._bitwise(Ops.SHR, 15)); x = x * 0x846ca68b
+      return x ^ (x._bitwise(Ops.SHR, 16))
     key = (rng.seed() * 0x9E3779B9 + (offset >> 31) * 0x85EBCA6B) & 0xffffffff
-    return mix(mix(ctr ^ key) + 0x68E31DA4 ^ key).reshape(shape)
+    return cls(mix(mix(ctr ^ key) + 0x68E31DA4 ^ key).reshape(shape))
   @classmethod
   def rand(cls: type[Tensor], *shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     shape = cls._shape_arg(shape)

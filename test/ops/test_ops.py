@@ -200,6 +200,12 @@ class TestRandom:
     a = t.numpy()
     assert t.dtype == dt and a.min() >= 0 and a.max() < 1 and abs(a.mean() - 0.5) < 0.05
 
+  def test_rand_stream_is_stable(self):
+    # a seed gives the same numbers from release to release
+    Tensor.manual_seed(5)
+    np.testing.assert_allclose(Tensor.rand(6).numpy(), [0.79928231, 0.41003066, 0.36180568, 0.45768708, 0.84672713, 0.45374888], rtol=1e-7)
+    assert Tensor.randint(5, low=0, high=1000).tolist() == [641, 151, 724, 380, 644]
+
   def test_rand_scalar_and_empty(self):
     assert Tensor.rand().shape == () and 0 <= Tensor.rand().item() < 1
     assert Tensor.rand(0, 3).numpy().shape == (0, 3)
