@@ -1,4 +1,4 @@
-"""Python overhead: a 100-op elementwise graph on a 16-element tensor, warm caches.
+"""Python overhead: a 100-op elementwise graph on a 16-element tensor, warm caches; and basic indexing.
 
 fusegrad eager: time per call from building the graph to the kernel having run (`.realize()`); fusegrad JIT: the same
 function under TinyJit (replay). Reference: the same 100 ops in PyTorch eager (one kernel per op). Reported as us per
@@ -37,6 +37,20 @@ def per_call(fn, calls: int, batches: int = 5, warmup: int = 3) -> float:
 def kernels_per_call(fn) -> int:
   GlobalCounters.reset(); fn(); return GlobalCounters.kernel_count
 
+# views user code takes every step (a batch, a row, a channel, a new axis): fusegrad builds a node, torch makes a view
+_INDEXES = [3, (slice(1, 3),), (Ellipsis, 2), (slice(None), None)]
+
+def indexing_row(calls: int = 2000) -> Row:
+  """Mean us per basic index (the four of _INDEXES in turn) of a realized (8, 16, 4) tensor: fusegrad's lazy view against
+  torch's."""
+  xn = np.arange(8 * 16 * 4, dtype=np.float32).reshape(8, 16, 4)
+  x = Tensor(xn).realize()
+  for i in _INDEXES: check_close(f"overhead index {i}", x[i].numpy(), xn[i], rtol=0, atol=0)
+  fg = per_call(lambda: [x[i] for i in _INDEXES], calls) / len(_INDEXES)
+  torch = get_torch()
+  ref = None if torch is None else per_call(lambda px=torch.from_numpy(xn): [px[i] for i in _INDEXES], calls) / len(_INDEXES)
+  return Row("overhead basic indexing (x[3], x[1:3], x[..., 2], x[:, None])", fg * 1e6, ref * 1e6 if ref else None, "us/op", False, "PyTorch")
+
 def rows(calls: int = 20) -> list[Row]:
   xn = np.linspace(-2, 2, SIZE, dtype=np.float32)
   x = Tensor(xn).realize()
@@ -60,7 +74,8 @@ def rows(calls: int = 20) -> list[Row]:
     px = torch.from_numpy(xn)
     with torch.no_grad(): t_s = per_call(lambda: graph(px), calls * 5)
   def us(s): return s * 1e6 if s else None
-  return [Row(f"overhead {N_OPS}-op graph eager ({e_k} kernel{'s' * (e_k != 1)})", us(e_s), us(t_s), "us/call", False, "PyTorch"),
+  return [indexing_row(),
+          Row(f"overhead {N_OPS}-op graph eager ({e_k} kernel{'s' * (e_k != 1)})", us(e_s), us(t_s), "us/call", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph eager per kernel", us(e_s / max(e_k, 1)), us(t_s / N_OPS) if t_s else None, "us/kernel", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph TinyJit ({j_k} kernel{'s' * (j_k != 1)})", us(j_s), us(t_s), "us/call", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph TinyJit per kernel", us(j_s / max(j_k, 1)), us(t_s / N_OPS) if t_s else None, "us/kernel", False, "PyTorch")]
