@@ -1,5 +1,6 @@
-"""tinygrad's beautiful_mnist CNN, one training step (batch 128, Adam): fusegrad under TinyJit with Tensor.train() vs the
-same model in PyTorch (CPU, fusegrad's thread count), started from the same weights.
+"""tinygrad's beautiful_mnist CNN, one training step (batch 128, Adam): fusegrad under TinyJit with Tensor.train(), and
+the same step eager (no TinyJit: its graph built and scheduled in Python every step), vs the same model in PyTorch (CPU,
+fusegrad's thread count), started from the same weights.
 
 The model is the one in tinygrad's examples/beautiful_mnist.py (written here from its layer list): Conv2d(1,32,5) ReLU,
 Conv2d(32,32,5) ReLU, BatchNorm(32), MaxPool 2x2, Conv2d(32,64,3) ReLU, Conv2d(64,64,3) ReLU, BatchNorm(64), MaxPool 2x2,
@@ -80,7 +81,13 @@ def rows(steps: int = 15, warmup: int = 3) -> list[Row]:
   tm = _torch_model(torch, model) if torch is not None else None  # copy weights before fusegrad trains them
   step = adam_jit_step(model, LR)
   fg_ms, ref_ms = time_train_steps("beautiful_mnist step", step, tm, xs, ys, LR, steps, warmup, CHECK_STEPS)
+  # the same step without TinyJit, from the same starting weights
+  Tensor.manual_seed(0)
+  model = Model()
+  tm = _torch_model(torch, model) if torch is not None else None
+  eager_ms, eager_ref_ms = time_train_steps("beautiful_mnist eager step", adam_jit_step(model, LR, jit=False), tm, xs, ys, LR, steps, warmup, CHECK_STEPS)
   return [Row(f"beautiful_mnist train step b{BS} Adam (JIT)", fg_ms, ref_ms, "ms/step", False, "PyTorch"),
+          Row(f"beautiful_mnist train step b{BS} Adam (eager, no TinyJit)", eager_ms, eager_ref_ms, "ms/step", False, "PyTorch"),
           Row("beautiful_mnist TinyJit replay, Python per kernel", replay_python_us(step, xs[0], ys[0]), None, "us/kernel", False, "PyTorch"),
           *_cold_rows()]
 
