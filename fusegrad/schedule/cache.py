@@ -31,16 +31,16 @@ class Walk:
     # seen and skipped when popped, which gives toposort's order without a filtering generator per node
     stack: list = [sink]
     order, binds, ok, pop, push = self.order, self.binds, True, stack.pop, stack.append
-    BUFFER, BIND, CONST, COPY = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY
+    BUFFER, BIND, CONST, COPY, ASSIGN = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY, Ops.ASSIGN
     while stack:
       u = pop()
       if u is not None:
         if u in seen: continue
         seen.add(u)
-        if u.op is not BUFFER and REALIZED not in u.__dict__:  # is_realized, inlined
+        if (op := u.op) is not BUFFER and REALIZED not in u.__dict__:  # is_realized, inlined
           push(u); push(None)
           # a bound value is not walked (it is not part of the key); the order then lacks it, see `order_ok`
-          if u.op is BIND: push(u.src[0])
+          if op is BIND: push(u.src[0])
           else: stack += u.src[::-1]
           continue
         # a stop node: toposort appends it right away
@@ -55,12 +55,16 @@ class Walk:
       if not ok: continue
       op = u.op
       # a device transfer is rare in a step and has its own item kind: not worth keying
-      if op is COPY or op is Ops.ASSIGN: ok = False; continue  # an in-place write reuses its target's buffer: not templated
+      if op is COPY or op is ASSIGN: ok = False; continue  # an in-place write reuses its target's buffer: not templated
       if op is BIND:
         binds.setdefault(u, len(binds))
         ent: tuple = (op._value_, u.dtype, refs[u.src[0]])
-      # Enum hashing runs Python code, so ops key as their int value; constants key as exact bits (0.0 == -0.0)
-      else: ent = (op._value_, u.dtype, self._const_key(u.arg) if op is CONST else u.arg, tuple([refs[s] for s in u.src]))
+      else:
+        # (one and two sources, most nodes, without a list comprehension's call)
+        src = u.src
+        at = (refs[src[0]],) if len(src) == 1 else (refs[src[0]], refs[src[1]]) if len(src) == 2 else tuple([refs[s] for s in src])
+        # Enum hashing runs Python code, so ops key as their int value; constants key as exact bits (0.0 == -0.0)
+        ent = (op._value_, u.dtype, self._const_key(u.arg) if op is CONST else u.arg, at)
       refs[u] = len(key)
       key.append(ent)
     self.key = tuple(key) if ok else None
