@@ -197,8 +197,14 @@ class ElementwiseMixin(TensorMixin):
       # and that shared node would take this gradient rule in place of maximum's (ties split 0.5/0.5)
       min_, max_ = (b if b is None else self._operand(b) for b in (min_, max_))  # numpy scalars as numbers
       x = self.uop  # built on nodes, gradient rule included: this runs for every clamp of an eager program
-      out = x if min_ is None else (x < min_).where(min_, x)
-      if max_ is not None: out = (out > max_).where(max_, out)
+      if dtypes.is_float(x.dtype) and x.vshape is x.shape:
+        # a float tensor keeps its dtype: the nodes below, with each bound's constant made once
+        out = x
+        if min_ is not None: out = out.alu(Ops.CMPLT, lo := UOp.tensor_const(min_, x.dtype, x.device, x.shape)).alu(Ops.WHERE, lo, out)
+        if max_ is not None: out = (hi := UOp.tensor_const(max_, x.dtype, x.device, x.shape)).alu(Ops.CMPLT, out).alu(Ops.WHERE, hi, out)
+      else:
+        out = x if min_ is None else (x < min_).where(min_, x)
+        if max_ is not None: out = (out > max_).where(max_, out)
       if dtypes.is_float(out.dtype):
         inside = lambda x: (x >= min_ if max_ is None else x <= max_ if min_ is None else (x >= min_) & (x <= max_))  # noqa: E731
         with_gradient(out, x, lambda g, x: inside(x).where(g, 0))

@@ -148,6 +148,12 @@ def _merge_vshapes(shapes) -> tuple:
     elif any(isinstance(s, UOp) for s in vs): out = tuple(b if isinstance(b, UOp) and not isinstance(a, UOp) else a for a, b in zip(out, vs))
   return out
 
+def _set_facts(d: dict, shape: tuple, device: str | None, tensor_level: bool) -> None:
+  """A concrete node's shape, vshape, device and tensor_level, into its __dict__ (where the cached properties look first);
+  item by item, which is a third of the time of a dict.update with keywords."""
+  d["shape"] = d["vshape"] = shape
+  d["device"], d["tensor_level"] = device, tensor_level
+
 def _known_facts(u: UOp) -> None:
   """A new elementwise node whose sources are concrete tensor-level nodes of one shape: its shape, vshape, device and
   tensor_level are theirs, set now. Eager code reads all four of every node it builds, and deriving them lazily (a
@@ -157,13 +163,13 @@ def _known_facts(u: UOp) -> None:
   for s in src:
     if not s.tensor_level or s.vshape is not s.shape or s.shape != shape: return
     if device is None: device = s.device
-  u.__dict__.update(shape=shape, vshape=shape, device=device, tensor_level=True)
+  _set_facts(u.__dict__, shape, device, True)
 
 def _movement(op: Ops, x: UOp, shape: tuple[int, ...], arg: Any = None) -> UOp:
   """A movement op of a node without symbolic dims to `shape` (arg: RESHAPE and EXPAND's is the shape), with its facts
   set now (as _known_facts does)."""
   u = UOp(op, x.dtype, (x,), shape if arg is None else arg)
-  if "shape" not in u.__dict__: u.__dict__.update(shape=shape, vshape=shape, device=x.device, tensor_level=x.tensor_level)
+  if "shape" not in (d := u.__dict__): _set_facts(d, shape, x.device, x.tensor_level)
   return u
 
 def _arg_key(arg: Any) -> Any:
@@ -296,7 +302,7 @@ class OpBuilder:
     if (c := _consts.get(key)) is None:
       c = UOp(Ops.CONST, dtype, (UOp.device_node(device),), truncate(dtype, value))
       # its facts set now, as _movement's: derived lazily they were over half the cost of `x * 1.01` (23.5 -> 10.4 us)
-      if "shape" not in c.__dict__: c.__dict__.update(shape=(), vshape=(), device=device, tensor_level=True)
+      if "shape" not in (d := c.__dict__): _set_facts(d, (), device, True)
       if shape:
         c = _movement(Ops.RESHAPE, c, (1,) * len(shape))
         if c.shape != shape: c = _movement(Ops.EXPAND, c, shape)

@@ -65,6 +65,15 @@ def test_clamp_tensor_bounds():
   helper_test_op(None, lambda x, lo: torch.clamp(x, min=lo), lambda x, lo: x.clamp(min=lo), vals=[x, lo])
   helper_test_op(None, lambda x, hi: torch.clamp(x, max=hi), lambda x, hi: x.clamp(max=hi), vals=[x, hi])
 
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.float32, f64])
+@pytest.mark.parametrize("kw", [*CLAMPS, dict(min=True), dict(max=3), dict(min=-0.0, max=nan)], ids=str)
+def test_clamp_of_a_float_builds_the_comparison_nodes(kw, dt):
+  # a float tensor's number bounds are built straight into CMPLT and WHERE: the very nodes of x < min ? min : x
+  x = Tensor([0.5, 2.0], dtype=dt).uop
+  want = x if kw.get("min") is None else (x < kw["min"]).where(kw["min"], x)
+  if kw.get("max") is not None: want = (want > kw["max"]).where(kw["max"], want)
+  assert Tensor(x).clamp(**kw).uop is want
+
 def test_clamp_dtypes():
   helper_test_op(None, lambda x: torch.clamp(x, min=0.5), lambda x: x.clamp(min=0.5), vals=[[1, 2, 0]], dtype=dtypes.int32, forward_only=True)
   helper_test_op(None, lambda x: torch.clamp(x, 0, 1), lambda x: x.clip(0, 1), vals=[[1, 2, -3]], dtype=dtypes.int32, forward_only=True)
