@@ -102,9 +102,9 @@ class _Capture:
 
   def _capture(self, fxn, sig, inputs, binds, args, kwargs) -> Any:
     from fusegrad.tensor import Tensor
-    from fusegrad.tensor.tensor import _all_tensors
+    from fusegrad.tensor.tensor import _live_refs
     before = {}
-    for r in list(_all_tensors.values()):
+    for r in _live_refs():
       if (t := r()) is not None and (b := _buf(t)) is not None: before[id(t)] = (r, t.uop, b)
     rng0 = rng.counter()
     self.in_bufs = [_buf(t) for t in inputs]
