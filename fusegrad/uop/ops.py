@@ -163,7 +163,9 @@ def _known_facts(u: UOp) -> None:
   for s in src:
     if not s.tensor_level or s.vshape is not s.shape or s.shape != shape: return
     if device is None: device = s.device
-  _set_facts(u.__dict__, shape, device, True)
+  d = u.__dict__  # (_set_facts, inlined: this runs for every elementwise node built)
+  d["shape"] = d["vshape"] = shape
+  d["device"], d["tensor_level"] = device, True
 
 def _movement(op: Ops, x: UOp, shape: tuple[int, ...], arg: Any = None) -> UOp:
   """A movement op of a node without symbolic dims to `shape` (arg: RESHAPE and EXPAND's is the shape), with its facts
