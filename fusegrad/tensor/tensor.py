@@ -137,7 +137,7 @@ _VIEW_OPS = frozenset(GroupOp.Movement | {Ops.DETACH})
 def _viewed_by_another(base: UOp, but: "Tensor") -> bool:
   """Does a live tensor other than `but` hold BUFFER `base` or view it (_is_view_of)? Only a holder or a lazy tensor whose
   node is a movement op can: the test skips the rest (an optimizer step asks once per weight, with the whole training
-  graph's tensors alive: testing each was 2.4 of an eager MNIST step's 63 ms)."""
+  graph's tensors alive: testing each took 2.4 ms of an eager MNIST step's 63)."""
   for r in list((base.__dict__.get("holders") or {}).values()):
     if (t := r()) is not None and t is not but: return True
   for r in list(_lazy.values()):
