@@ -169,13 +169,13 @@ def _parse_index(self: Tensor, indices) -> _Index:
   return _Index(shrinks, flips, strides, mid, final, adv)
 
 def _plain_view(u: UOp, indices) -> UOp | None:
-  """u[indices] when each index is an int, a slice of step 1 with int bounds, None or ... and u has no symbolic dims: one
-  shrink and one reshape, built directly (the general path took 20 us for x[0], torch 1 us). None for any other index,
-  and for an int out of range (the general path raises)."""
+  """u[indices] when each index is an int, a slice with int bounds and step, None or ... and u has no symbolic dims,
+  built on nodes: step-1 slices and ints are one shrink and one reshape (the general path took 20 us for x[0], torch
+  1 us), other steps take _view_nodes. None for any other index, and for an int out of range (the general path raises)."""
   idx = indices if type(indices) is tuple else (indices,)
   shape = u.shape
   if u.vshape is not shape: return None
-  arg, out, d, rest = [], [], 0, len(shape) - sum(1 for i in idx if type(i) is int or type(i) is slice)
+  arg, flips, strides, out, d, rest = [], [], [], [], 0, len(shape) - sum(1 for i in idx if type(i) is int or type(i) is slice)
   if rest < 0: return None
   for i in idx:
     if type(i) is int:
@@ -183,35 +183,51 @@ def _plain_view(u: UOp, indices) -> UOp | None:
       if not -size <= i < size: return None
       i %= size
       arg.append((i, i + 1))
+      flips.append(False)
+      strides.append(1)
     elif type(i) is slice:
-      if not (i.step is None or i.step == 1) or not all(b is None or type(b) is int for b in (i.start, i.stop)): return None
-      b, e, _ = i.indices(shape[d])
-      arg.append((b, max(b, e)))
-      out.append(max(0, e - b))
+      if not all(b is None or type(b) is int for b in (i.start, i.stop, i.step)) or i.step == 0: return None
+      b, e, st = i.indices(shape[d])
+      if st > 0: arg.append((b, max(b, e)))
+      else: arg.append((e + 1, b + 1) if b > e else (0, 0))  # a negative step walks backwards: take [stop+1, start], flipped
+      out.append(max(0, -(-(e - b) // st)))
+      flips.append(st < 0)
+      strides.append(abs(st))
     elif i is None:
       out.append(1)
       continue
     elif i is Ellipsis and rest >= 0:
       arg.extend((0, s) for s in shape[d:d + rest])
       out.extend(shape[d:d + rest])
+      flips.extend([False] * rest)
+      strides.extend([1] * rest)
       d, rest = d + rest, -1  # (a second ... falls to the general path)
       continue
     else: return None
     d += 1
   arg.extend((0, s) for s in shape[d:])
   out.extend(shape[d:])
+  n = len(shape) - len(flips)
+  if any(flips) or any(st != 1 for st in strides): return _view_nodes(u, arg, flips + [False] * n, strides + [1] * n, out)
   if any(a != (0, s) for a, s in zip(arg, shape)): u = _movement(Ops.SHRINK, u, tuple(e - b for b, e in arg), tuple(arg))
   return u if u.shape == tuple(out) else _movement(Ops.RESHAPE, u, tuple(out))
 
+def _view_nodes(u: UOp, shrinks, flips, strides, final) -> UOp:
+  """The basic part of an index on node u: each dim shrunk, flipped, every stride-th element kept (the dim padded to a
+  multiple of the stride, split into (n, stride), column 0 kept), then reshaped to the final shape."""
+  u = u.shrink(shrinks)
+  if any(flips): u = u.flip([i for i, f in enumerate(flips) if f])
+  if any(s != 1 for s in strides):
+    u = u.pad(tuple((0, (-sh) % st if sh else 0) for sh, st in zip(u.shape, strides)))
+    u = u.reshape(flatten((sh // st, st) for sh, st in zip(u.shape, strides)))
+    u = u.shrink([p for sh in u.shape[0::2] for p in ((0, sh), (0, 1))])
+  return u.reshape(tuple(final))
+
 def _basic_view(x: Tensor, ix: _Index) -> Tensor:
-  x = x.shrink(ix.shrinks)
-  if any(ix.flips): x = x.flip([i for i, f in enumerate(ix.flips) if f])
-  if any(s != 1 for s in ix.strides):
-    # stride s: pad each dim to a multiple of s, split it into (n, s) and keep column 0
-    x = x.pad(tuple((0, (-sh) % st if sh else 0) for sh, st in zip(x.shape, ix.strides)))
-    x = x.reshape(flatten((sh // st, st) for sh, st in zip(x.shape, ix.strides)))
-    x = x.shrink([p for sh in x.shape[0::2] for p in ((0, sh), (0, 1))])
-  return x.reshape(tuple(ix.final))
+  v = _view_nodes(x.uop, ix.shrinks, ix.flips, ix.strides, ix.final)
+  if v is x.uop: return x
+  _note_view(x.uop)
+  return type(x)(v)
 
 def _basic_unview(v: Tensor, shape: tuple[int, ...], ix: _Index) -> Tensor:
   """The inverse of _basic_view: v (shaped like the view) placed where the view reads from, zeros elsewhere."""

@@ -1,5 +1,5 @@
-"""x[ints, step-1 slices, None, ...] takes a direct path (indexing._plain_view): the same nodes as the general path, the
-same values as numpy, the same errors."""
+"""x[ints, slices, None, ...] takes a direct path (indexing._plain_view): the same nodes as the general path, the same
+values as numpy, the same errors."""
 import random
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ def _random_index(rng: random.Random, shape: tuple[int, ...]):
     if ell and rng.random() < 0.3: idx.append(Ellipsis); ell = False; break
     r = rng.random()
     if r < 0.3 and n: idx.append(rng.randrange(-n, n))
-    elif r < 0.85: idx.append(slice(rng.choice([None, *range(-n - 2, n + 3)]), rng.choice([None, *range(-n - 2, n + 3)]), rng.choice([None, 1])))
+    elif r < 0.85: idx.append(slice(rng.choice([None, *range(-n - 2, n + 3)]), rng.choice([None, *range(-n - 2, n + 3)]), rng.choice([None, 1, 1, 2, 3, -1, -2])))
     else: break  # the dims left are taken whole
     if rng.random() < 0.15: idx.append(None)
   return tuple(idx) if rng.random() < 0.8 or len(idx) != 1 else idx[0]
@@ -30,15 +30,15 @@ def test_plain_indices_match_numpy_and_the_general_path(shape):
     assert v is x._getitem(idx).uop, idx  # hash-consed: the very nodes the general path builds
     np.testing.assert_array_equal(x[idx].numpy(), a[idx])
 
-@pytest.mark.parametrize("idx", [True, np.int64(1), [0, 1], slice(None, None, 2), slice(None, None, -1), (Ellipsis, Ellipsis), (0, 0, 0, 0),
-                                 7, -8, (slice(None), 9)])
+@pytest.mark.parametrize("idx", [True, np.int64(1), [0, 1], slice(None, None, 0), slice(np.int64(1), None), (Ellipsis, Ellipsis),
+                                 (0, 0, 0, 0), 7, -8, (slice(None), 9)])
 def test_other_indices_take_the_general_path(idx):
   a = np.arange(7 * 6 * 3, dtype=np.float32).reshape(7, 6, 3)
   x = Tensor(a)
   assert indexing._plain_view(x.uop, idx) is None
   try: want = a[idx]
-  except IndexError:
-    with pytest.raises(IndexError): x[idx].numpy()
+  except (IndexError, ValueError) as e:
+    with pytest.raises(type(e)): x[idx].numpy()
     return
   np.testing.assert_array_equal(x[idx].numpy(), want)
 
