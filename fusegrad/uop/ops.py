@@ -168,8 +168,8 @@ def _known_facts(u: UOp) -> None:
   d["device"], d["tensor_level"] = device, True
 
 def _movement(op: Ops, x: UOp, shape: tuple[int, ...], arg: Any = None) -> UOp:
-  """A movement op of a node without symbolic dims to `shape` (arg: RESHAPE and EXPAND's is the shape), with its facts
-  set now (as _known_facts does)."""
+  """A movement op (or a REDUCE_AXIS) of a node without symbolic dims to `shape` (arg: RESHAPE and EXPAND's is the
+  shape), with its facts set now (as _known_facts does)."""
   u = UOp(op, x.dtype, (x,), shape if arg is None else arg)
   if "shape" not in (d := u.__dict__): _set_facts(d, shape, x.device, x.tensor_level)
   return u
@@ -675,7 +675,7 @@ class OpBuilder:
     n_red = prod(shape[a] for a in axes)
     n_out = prod(s for i, s in enumerate(shape) if i not in axes)
     if n_out >= REDUCE_GROUP_MAX_OUT or n_red < REDUCE_GROUP_MIN or n_red % REDUCE_GROUPS:
-      return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(sorted(axes))))
+      return _movement(Ops.REDUCE_AXIS, self, tuple(1 if i in axes else s for i, s in enumerate(shape)), (op, tuple(sorted(axes))))
     keep = [i for i in range(len(shape)) if i not in axes]
     x = self.permute(*keep, *sorted(axes)).reshape(*(shape[i] for i in keep), REDUCE_GROUPS, n_red // REDUCE_GROUPS)
     # the partials get a kernel of their own, or they would fuse back into one
