@@ -150,12 +150,9 @@ def _parse_index(self: Tensor, indices) -> _Index:
       continue
     size = self.shape[dim]
     if k == "slice":
-      start, stop, step = v.indices(size)
-      if step == 0: raise TensorError("slice step cannot be zero")
-      if step > 0: shrinks.append((start, max(start, stop))); cnt = max(0, math.ceil((stop - start) / step))
-      else:  # a negative step walks backwards: take [stop+1, start] and flip it
-        shrinks.append((stop + 1, start + 1) if start > stop else (0, 0)); cnt = max(0, math.ceil((start - stop) / -step))
-      flips.append(step < 0); strides.append(abs(step)); mid.append(cnt); final.append(cnt)
+      if v.step == 0: raise TensorError("slice step cannot be zero")
+      span, cnt, step = _slice_dim(v, size)
+      shrinks.append(span); flips.append(step < 0); strides.append(abs(step)); mid.append(cnt); final.append(cnt)
     elif k == "int":
       if not -size <= v < size: raise IndexError(f"index {v} is out of bounds for dimension {dim} with size {size}")
       shrinks.append((v % size, v % size + 1)); flips.append(False); strides.append(1); mid.append(1)
@@ -167,6 +164,13 @@ def _parse_index(self: Tensor, indices) -> _Index:
       adv.append((len(final), v)); final.append(size)
     dim += 1
   return _Index(shrinks, flips, strides, mid, final, adv)
+
+def _slice_dim(s: slice, size: int) -> tuple[tuple[int, int], int, int]:
+  """A slice of a dim of `size`: the (start, end) it shrinks the dim to, how many elements it keeps, and its step. A
+  negative step walks backwards: it takes [stop+1, start], to be flipped."""
+  b, e, st = s.indices(size)
+  span = (b, max(b, e)) if st > 0 else (e + 1, b + 1) if b > e else (0, 0)
+  return span, max(0, -(-(e - b) // st)), st
 
 def _plain_view(u: UOp, indices) -> UOp | None:
   """u[indices] when each index is an int, a slice with int bounds and step, None or ... and u has no symbolic dims,
@@ -187,10 +191,9 @@ def _plain_view(u: UOp, indices) -> UOp | None:
       strides.append(1)
     elif type(i) is slice:
       if not all(b is None or type(b) is int for b in (i.start, i.stop, i.step)) or i.step == 0: return None
-      b, e, st = i.indices(shape[d])
-      if st > 0: arg.append((b, max(b, e)))
-      else: arg.append((e + 1, b + 1) if b > e else (0, 0))  # a negative step walks backwards: take [stop+1, start], flipped
-      out.append(max(0, -(-(e - b) // st)))
+      span, cnt, st = _slice_dim(i, shape[d])
+      arg.append(span)
+      out.append(cnt)
       flips.append(st < 0)
       strides.append(abs(st))
     elif i is None:

@@ -544,7 +544,7 @@ class OpBuilder:
   def permute(self, order, *args):
     n = len(self.shape)
     order = _sizes(order, args)
-    if not (_plain_sizes(order) and sorted(order) == list(range(n))): order = tuple(norm_axis(o, n) for o in order)  # (negative dims)
+    if not (_plain_sizes(order) and max(order, default=-1) < n): order = tuple(norm_axis(o, n) for o in order)  # (negative dims)
     if sorted(order) != list(range(n)): raise TensorError(f"permute order {order} is not a permutation of the {n} dims of shape {self.shape}")
     # a permute of a permute is one (none where they cancel: a channels-last buffer viewed channels first, then back)
     if self.op is Ops.PERMUTE and len(self.src) == 1: return self.src[0].permute(tuple(self.arg[o] for o in order))
