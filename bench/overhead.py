@@ -1,4 +1,4 @@
-"""Python overhead: a 100-op elementwise graph on a 16-element tensor, warm caches; and basic indexing.
+"""Python overhead: a 100-op elementwise graph on a 16-element tensor, warm caches; basic indexing; a row write.
 
 fusegrad eager: time per call from building the graph to the kernel having run (`.realize()`); fusegrad JIT: the same
 function under TinyJit (replay). Reference: the same 100 ops in PyTorch eager (one kernel per op). Reported as us per
@@ -51,6 +51,26 @@ def indexing_row(calls: int = 2000) -> Row:
   ref = None if torch is None else per_call(lambda px=torch.from_numpy(xn): [px[i] for i in _INDEXES], calls) / len(_INDEXES)
   return Row("overhead basic indexing (x[3], x[1:3], x[..., 2], x[:, None])", fg * 1e6, ref * 1e6 if ref else None, "us/op", False, "PyTorch")
 
+def setitem_row(calls: int = 500) -> Row:
+  """Mean us per row write `x[i] = v` into a realized (64, 128) tensor, rows in turn, realized each time (written in
+  place: one kernel over the row, compiled once), against torch's in-place copy."""
+  xn, vn = np.zeros((64, 128), np.float32), np.arange(128, dtype=np.float32)
+  x, v = Tensor(xn).realize(), Tensor(vn).realize()
+  rows_done = iter(range(1 << 62))
+  def write():
+    x[next(rows_done) % 64] = v
+    x.realize()
+  for _ in range(64): write()
+  check_close("overhead setitem", x.numpy(), np.broadcast_to(vn, xn.shape), rtol=0, atol=0)
+  fg = per_call(write, calls)
+  torch = get_torch()
+  ref = None
+  if torch is not None:
+    px, pv, prow = torch.from_numpy(xn), torch.from_numpy(vn), iter(range(1 << 62))
+    def twrite(): px[next(prow) % 64] = pv
+    ref = per_call(twrite, calls)
+  return Row("overhead row write x[i] = v, (64, 128), realized", fg * 1e6, ref * 1e6 if ref else None, "us/op", False, "PyTorch")
+
 def rows(calls: int = 20) -> list[Row]:
   xn = np.linspace(-2, 2, SIZE, dtype=np.float32)
   x = Tensor(xn).realize()
@@ -74,7 +94,7 @@ def rows(calls: int = 20) -> list[Row]:
     px = torch.from_numpy(xn)
     with torch.no_grad(): t_s = per_call(lambda: graph(px), calls * 5)
   def us(s): return s * 1e6 if s else None
-  return [indexing_row(),
+  return [indexing_row(), setitem_row(),
           Row(f"overhead {N_OPS}-op graph eager ({e_k} kernel{'s' * (e_k != 1)})", us(e_s), us(t_s), "us/call", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph eager per kernel", us(e_s / max(e_k, 1)), us(t_s / N_OPS) if t_s else None, "us/kernel", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph TinyJit ({j_k} kernel{'s' * (j_k != 1)})", us(j_s), us(t_s), "us/call", False, "PyTorch"),

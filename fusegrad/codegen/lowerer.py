@@ -160,9 +160,10 @@ def lower_kernel(ast: UOp) -> UOp:
     if place and place[0].op is Ops.PERMUTE:  # stored permuted: the loops follow value's dims, the index the buffer's
       order = place[0].arg
       at = flat_index([idx[d] for d in order], tuple(val.shape[d] for d in order), lw.idt)
-    elif place:  # an in-place write of a slice: dim d's index moves by the start (a bound variable), into the target's shape
-      (d, shape), start = place[0].arg, lw.lower(place[0].src[0], (), None).cast(lw.idt)
-      at = flat_index([i + start if k == d else i for k, i in enumerate(idx)], shape, lw.idt)
+    elif place:  # an in-place write of a box: each of dims' indices moves by its start (a bound variable), into the target's shape
+      (dims, shape), starts = place[0].arg, [lw.lower(s, (), None).cast(lw.idt) for s in place[0].src]
+      start = dict(zip(dims, starts))
+      at = flat_index([i + start[k] if k in start else i for k, i in enumerate(idx)], shape, lw.idt)
     else: at = flat_index(list(idx), val.shape, lw.idt)
     stores.append(UOp(Ops.STORE, dtypes.void, (buf, at, lw.lower(val, idx, None))))
   return UOp(Ops.SINK, dtypes.void, tuple(stores), ast.arg)

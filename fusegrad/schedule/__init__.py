@@ -28,7 +28,7 @@ def create_schedule(targets: list[UOp], permuted: bool = False) -> tuple[list[Sc
   if (tpl := cache.lookup(w)) is not None: return tpl.instantiate(w, originals)
   # a miss reuses the walk's toposort, unless the walk left bound values out of it
   items, views, item_binds = _schedule(sink, w.order, w.saw_realized, permuted) if w.order_ok else _schedule(sink, sink.toposort(_stop), True, permuted)
-  cache.remember(w, items, item_binds, [views[o] for o in originals])
+  cache.remember(w, items, item_binds, originals, [views[o] for o in originals])
   return items, views
 
 def _schedule(sink: UOp, order: list[UOp], any_realized: bool, permuted: bool) -> tuple[list[ScheduleItem], dict[UOp, UOp], list[tuple]]:

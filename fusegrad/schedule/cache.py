@@ -3,7 +3,7 @@ every node above them new), but its structure repeats. The cache keys a schedule
 buffers abstracted to slots and bound variable values left out, and on a hit rebuilds the items on this call's buffers."""
 from __future__ import annotations
 import struct
-from fusegrad.buffers import REALIZED, buffer_of, new_buffer_uop, realized_view
+from fusegrad.buffers import REALIZED, buffer_of, buffer_view, new_buffer_uop, realized_view
 from fusegrad.device import Buffer
 from fusegrad.helpers import ContextVar
 from fusegrad.schedule.fusion import EXPAND_COST_LIMIT
@@ -31,7 +31,7 @@ class Walk:
     # seen and skipped when popped, which gives toposort's order without a filtering generator per node
     stack: list = [sink]
     order, binds, ok, pop, push = self.order, self.binds, True, stack.pop, stack.append
-    BUFFER, BIND, CONST, COPY, ASSIGN = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY, Ops.ASSIGN
+    BUFFER, BIND, CONST, COPY = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY
     while stack:
       u = pop()
       if u is not None:
@@ -55,7 +55,7 @@ class Walk:
       if not ok: continue
       op = u.op
       # a device transfer is rare in a step and has its own item kind: not worth keying
-      if op is COPY or op is ASSIGN: ok = False; continue  # an in-place write reuses its target's buffer: not templated
+      if op is COPY: ok = False; continue
       if op is BIND:
         binds.setdefault(u, len(binds))
         ent: tuple = (op._value_, u.dtype, refs[u.src[0]])
@@ -100,7 +100,7 @@ class Template:
   def __init__(self, items: tuple, new: tuple, outs: tuple): self.items, self.new, self.outs = items, new, outs
 
   @staticmethod
-  def build(w: Walk, items: list[ScheduleItem], item_binds: list[tuple], views: list[UOp]) -> Template | None:
+  def build(w: Walk, items: list[ScheduleItem], item_binds: list[tuple], originals: list[UOp], views: list[UOp]) -> Template | None:
     slot: dict[Buffer, int] = dict(w.ins)
     new: list[tuple] = []
     for si in items:
@@ -114,7 +114,10 @@ class Template:
       if -1 in refs or any(b not in w.binds for b in binds): return None
       titems.append((si.ast, refs, si.device, tuple((v, w.binds[b]) for (v, _), b in zip(si.var_vals, binds))))
     outs = []
-    for v in views:  # targets must land in buffers this schedule allocates, seen through reshapes and permutes
+    for o, v in zip(originals, views):  # targets must land in buffers this schedule allocates, seen through reshapes and permutes
+      if o.op is Ops.ASSIGN:  # an in-place write: its target's own buffer
+        outs.append((None, ()))
+        continue
       chain = []
       # (a view with symbolic sizes holds this call's bound values: not templated)
       while v.op in (Ops.RESHAPE, Ops.PERMUTE) and len(v.src) == 1:
@@ -134,6 +137,9 @@ class Template:
     out_uops: dict[int, UOp] = {}
     views: dict[UOp, UOp] = {}
     for o, (r, chain) in zip(originals, self.outs):
+      if r is None:  # (as the uncached path views it)
+        views[o] = UOp(Ops.RESHAPE, o.dtype, (buffer_view(o.src[0]),), o.shape)
+        continue
       if r not in out_uops: b = bufs[r]; out_uops[r] = new_buffer_uop(b.device, b.size, b.dtype, b)
       views[o] = out_uops[r]
       for op, dtype, arg in chain: views[o] = UOp(op, dtype, (views[o],), arg)
@@ -141,9 +147,9 @@ class Template:
 
 def lookup(w: Walk) -> Template | None: return _cache.get(w.key) if w.key is not None else None
 
-def remember(w: Walk, items: list[ScheduleItem], item_binds: list[tuple], views: list[UOp]) -> None:
+def remember(w: Walk, items: list[ScheduleItem], item_binds: list[tuple], originals: list[UOp], views: list[UOp]) -> None:
   """Keep this miss's schedule for the next graph of the same structure, if it can be replayed on other buffers."""
-  if w.key is None or (tpl := Template.build(w, items, item_binds, views)) is None: return
+  if w.key is None or (tpl := Template.build(w, items, item_binds, originals, views)) is None: return
   # first in, first out: a hot graph that gets pushed out costs one miss to come back, and a hit stays cheap
   if len(_cache) >= CACHE_SIZE: _cache.pop(next(iter(_cache)))
   _cache[w.key] = tpl

@@ -58,8 +58,8 @@ def build_kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> tuple[ScheduleIt
   for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: x is not u and (x in out_view or x.op is Ops.BUFFER)): k.convert(x)
   bufs, var_vals, index = k.bufs, k.var_vals, k.index
   g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)
-  if u.op is Ops.ASSIGN:  # only value's elements are stored, at `start` along dim arg of the target's shape
-    place = UOp(Ops.ASSIGN, dtypes.void, (index[u.src[2]],), (u.arg, u.shape))
+  if u.op is Ops.ASSIGN:  # only value's elements are stored, at the starts along dims arg of the target's shape
+    place = UOp(Ops.ASSIGN, dtypes.void, tuple(index[s] for s in u.src[2:]), (u.arg, u.shape))
     store = UOp(Ops.STORE, dtypes.void, (g0, index[u.src[1]], place))
   elif u.op is Ops.CONTIGUOUS and u.arg == PERMUTED_STORE:  # loops in the order of the value before its permute
     store = UOp(Ops.STORE, dtypes.void, (g0, index[u.src[0].src[0]], UOp(Ops.PERMUTE, dtypes.void, (), u.src[0].arg)))

@@ -243,6 +243,19 @@ def _basic_unview(v: Tensor, shape: tuple[int, ...], ix: _Index) -> Tensor:
   if any(ix.flips): v = v.flip([i for i, f in enumerate(ix.flips) if f])
   return v.pad(tuple((b, s - e) for (b, e), s in zip(ix.shrinks, shape)))
 
+def _box(x: Tensor, indices) -> tuple[dict[int, int], tuple[int, ...], tuple[int, ...]] | None:
+  """For an index of ints, step-1 slices, None and ... (what x[i] = v, x[a:b, j] = v write): (the start of each dim the
+  box does not cover whole, the box's shape in x's dims, the shape the value broadcasts to); None for any other index."""
+  if x.uop.vshape is not x.uop.shape: return None
+  ix = _parse_index(x, indices)
+  if ix.adv or any(ix.flips) or any(s != 1 for s in ix.strides): return None
+  return {d: b for d, ((b, e), size) in enumerate(zip(ix.shrinks, x.shape)) if e - b != size}, tuple(ix.mid), tuple(ix.final)
+
+def _value_tensor(x: Tensor, value) -> Tensor:
+  """A setitem value as a tensor of x's dtype."""
+  T = type(x)
+  return (value if isinstance(value, T) else T(value, device=x.device, dtype=x.dtype)).cast(x.dtype)
+
 def _fit_value(v: Tensor, shape: tuple[int, ...]) -> Tensor:
   """A setitem value broadcast to the indexed shape (leading size-1 dims beyond it are dropped, as torch does)."""
   while v.ndim > len(shape) and v.shape[0] == 1: v = v.reshape(v.shape[1:])
@@ -366,6 +379,10 @@ class IndexingMixin(TensorMixin):
     if self.requires_grad and not type(self).no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
     if (sym := _symbolic_slice(self, indices)) is not None: return self._write_slice(*sym, value)
+    if (box := _box(self, indices)) is not None:
+      starts, sizes, final = box
+      v = _fit_value(_value_tensor(self, value), final).reshape(sizes)
+      if self._assign_box(starts, v): return
     self._write(self._setitem_value(indices, value))
   def _slice_value(self: Tensor, d: int, n: int, value) -> Tensor:
     """value as the n positions of dim d written into self: self's dtype, broadcast to the slice's shape."""
@@ -406,9 +423,7 @@ class IndexingMixin(TensorMixin):
   def _setitem_value(self: Tensor, indices, value) -> Tensor:
     """The full new value of self after `self[indices] = value` (basic indexing: a mask and a padded value;
     advanced indexing: a scatter into the flat positions the index selects; the last write to a position wins)."""
-    T = type(self)
-    v = value if isinstance(value, T) else T(value, device=self.device, dtype=self.dtype)
-    v = v.cast(self.dtype)
+    T, v = type(self), _value_tensor(self, value)
     ix = _parse_index(self, indices)
     if not ix.adv:
       v = _fit_value(v, tuple(ix.final))

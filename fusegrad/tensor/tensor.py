@@ -9,7 +9,7 @@ from typing import Any
 from fusegrad.dtype import DType, dtypes, to_dtype, truncate, bf16_to_float
 from fusegrad.device import Buffer, BufferView, canonicalize
 from fusegrad.helpers import KeyRef, TensorError, argsort, prod, TRAINING
-from fusegrad.uop.ops import GroupOp, Ops, UOp, sym_value
+from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, sym_value
 from fusegrad import buffers
 from fusegrad.schedule import create_schedule
 from fusegrad.engine.realize import run_schedule
@@ -274,7 +274,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       self.uop = base._symbolic_read(d, start, n).uop
       return self
     with _realize_lock:
-      if self._write_through_view(x.cast(self.dtype)): return self
+      if self._assign_into_slice(x.cast(self.dtype)) or self._write_through_view(x.cast(self.dtype)): return self
     self.uop = x.cast(self.dtype).uop
     # equal constants are one node: a tensor assigned one gets a node of its own (two parameters must not share a gradient)
     if self.uop.base.op is Ops.CONST: self.uop = UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))
@@ -293,26 +293,49 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
 
   def _write_slice(self, d: int, start: UOp, n: int, value, written: Tensor | None = None) -> None:
     """self[..., start:start+n, ...] = value (dim d, start a bound Variable). When self holds a whole buffer, a kernel
-    over the n positions writes them into it (ASSIGN: a KV cache's step writes one position, not the whole cache);
-    otherwise it is any other write, of self's whole new value. `written`: the slice being assigned to (its old value
-    is not needed)."""
+    over the n positions writes them into it (a KV cache's step writes one position, not the whole cache); otherwise
+    it is any other write, of self's whole new value. `written`: the slice being assigned to (its old value is not
+    needed)."""
     with _realize_lock:
-      if not self._assign_slice(d, start, n, value, written): self._write(self._symbolic_value(d, start, n, value))
+      if not self._assign_box({d: start}, self._slice_value(d, n, value), written): self._write(self._symbolic_value(d, start, n, value))
 
-  def _assign_slice(self, d: int, start: UOp, n: int, value, written: Tensor | None) -> bool:
-    base = buffers.buffer_view(self.uop)
-    if base is None or self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or base.device.startswith("DISK") or self.requires_grad: return False
-    if isinstance(value, Tensor) and value.device != self.device: raise TensorError(f"assign: device {value.device} does not match {self.device}")
-    v = self._slice_value(d, n, value)
-    # a value read from the buffer it is written into (a shift) is computed into a buffer of its own first: the write's
-    # threads would otherwise read positions other threads have already overwritten
-    if base in v.uop.toposort(): v = v.contiguous()
-    # lazy values computed from the old contents are computed now (as torch would have); views see the new contents
-    readers = _reading([t for t in _lazy_tensors(self, written) if not _is_view_of(t.uop, base)], {base})
-    if readers: Tensor._realize_all(*readers)
-    self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, v.uop, Tensor(start, device=self.device).uop), d)
-    _pending_assigns[id(self)] = weakref.ref(self)
-    return True
+  def _assign_box(self, starts: dict[int, Any], v: Tensor, written: Tensor | None = None) -> bool:
+    """Write v (self's dtype, shaped as the box) in place into the box of self that starts at `starts` (per dim, an int
+    or a bound Variable; dims not in it start at 0), when self holds a whole buffer: one ASSIGN kernel stores only v's
+    elements, and an int start is passed at launch (as a bound variable), so writing row after row compiles once.
+    False where the caller must write self's whole new value: self holds no buffer, or autograd must see through v."""
+    with _realize_lock:  # (held by the caller's write too: it is reentrant)
+      if self.uop.op is Ops.ASSIGN: Tensor._realize_all(self)  # the previous write first: then self holds its buffer again
+      base = _held_buffer(self.uop)  # (not a lazy node that reads another tensor's result: that one keeps its old value)
+      if base is None or base.device.startswith("DISK") or self.requires_grad: return False
+      if v.device != self.device: raise TensorError(f"assign: device {v.device} does not match {self.device}")
+      if (grad_leaves := _grad_leaf_uops()) and any(u in grad_leaves for u in v.uop.toposort(lambda u: u.op is Ops.DETACH)): return False
+      if 0 in v.shape: return True
+      # a value read from the buffer it is written into (a shift) is computed into a buffer of its own first: the write's
+      # threads would otherwise read positions other threads have already overwritten
+      if base in v.uop.toposort(): v = v.contiguous()
+      # lazy values computed from the old contents are computed now (as torch would have); views see the new contents
+      readers = _reading([t for t in _lazy_tensors(self, written) if not _is_view_of(t.uop, base)], {base})
+      if readers: Tensor._realize_all(*readers)
+      at = [Tensor(s if isinstance(s, UOp) else Variable(f"start{d}", 0, self.shape[d] - v.shape[d]).bind(s), device=self.device).uop
+            for d, s in starts.items()]
+      self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, v.uop, *at), tuple(starts))
+      # a view of the buffer that another tensor took before the write reads the buffer, not this node, and no schedule
+      # would order its reads after the write: then the write runs now. Otherwise with the next realize, so that what is
+      # built on self after it (a KV cache's attention) is one graph with it
+      if _viewed_by_another(base, self): Tensor._realize_all(self)
+      else: _pending_assigns[id(self)] = weakref.ref(self)
+      return True
+
+  def _assign_into_slice(self, value: Tensor) -> bool:
+    """If self is a step-1 slice (a shrink, reshaped at most) of a tensor that holds a whole buffer, as
+    `cache.shrink(...)` or `cache[:, a:b]` is, write value into that box of the buffer in place (_assign_box): a KV
+    cache's `cache[:, :, pos:pos+n].assign(kv)` with an int pos writes n positions, one kernel for every pos."""
+    u = self.uop.src[0] if self.uop.op is Ops.RESHAPE else self.uop
+    if u.op is not Ops.SHRINK or len(u.src) != 1 or (b := _held_buffer(h := u.src[0])) is None: return False
+    holder = next((t for r in list((b.__dict__.get("holders") or {}).values()) if (t := r()) is not None and t.uop is h), None)
+    if holder is None: return False
+    return holder._assign_box({d: lo for d, ((lo, hi), n) in enumerate(zip(u.arg, h.shape)) if hi - lo != n}, value.reshape(u.shape))
 
   def _write_through_view(self, value: Tensor) -> bool:
     """If self is a view (slice, transpose, flip, detach, ...) of data another tensor or a buffer holds, write value
@@ -343,7 +366,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     """Copy value into this tensor's own buffer. Lazy tensors computed from the old contents are realized first, and
     cached results that read the buffer are dropped, so only views (which alias the buffer) see the new data."""
     # a value that autograd must still see through keeps the lazy (rebinding) form
-    grad_leaves = {u for u in _grad_leaf_uops() if (b := buffers.buffer_view(u)) is not None and _is_view_of(u, b)}
+    grad_leaves = _grad_leaf_uops()
     if grad_leaves and any(u in grad_leaves for x in (self, value) for u in x.uop.toposort(lambda u: u.op is Ops.DETACH)): return False
     lazy = self.uop
     if (b := buffers.buffer_view(lazy)) is None or not _is_view_of(lazy, b):

@@ -9,8 +9,9 @@ from fusegrad.helpers import KeyRef, TensorError, WeakValueCache, cached_propert
 class Ops(Enum):
   # tensor level: where data lives and how it is viewed
   DEVICE = auto(); BUFFER = auto(); CONST = auto(); IOTA = auto(); COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); BIND = auto(); GATHER = auto(); WINDOW = auto()
-  # ASSIGN(target buffer view, value, start), arg dim d: the target with positions start.. of dim d overwritten by value,
-  # in place (schedule/kernel.py stores only value's elements into the target's buffer)
+  # ASSIGN(target buffer view, value, *starts), arg dims: the target with the box of value's shape that starts at starts
+  # (one per dim in dims; the other dims start at 0) overwritten by value, in place (schedule/kernel.py stores only
+  # value's elements into the target's buffer)
   ASSIGN = auto()
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto()
   REDUCE_AXIS = auto(); SINK = auto()

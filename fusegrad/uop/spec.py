@@ -155,11 +155,12 @@ def verify_kernel(ast: UOp) -> None:
       if val.dtype.base != buf.dtype.base: _err(u, f"stores a {val.dtype} value into a {buf.dtype} buffer")
       if place and place[0].op is Ops.PERMUTE:  # value stored permuted: the order must name each of its dims once
         if sorted(place[0].arg) != list(range(len(_shape_of(val)))): _err(u, f"permutes a {_shape_of(val)} value by {place[0].arg}")
-      elif place:  # an in-place slice write: value has the target's shape but n along dim d, inside the buffer
-        d, shape = place[0].arg
+      elif place:  # an in-place box write: value has the target's shape but at most its sizes along dims (one start each)
+        dims, shape = place[0].arg
         vs = _shape_of(val)
-        if len(vs) != len(shape) or any(a != b for i, (a, b) in enumerate(zip(vs, shape)) if i != d) or vs[d] > shape[d] or prod(shape) != buf.dtype.size:
-          _err(u, f"writes a {vs} slice along dim {d} into a buffer of shape {shape} ({buf.dtype.size} elements)")
+        if len(vs) != len(shape) or len(dims) != len(place[0].src) or prod(shape) != buf.dtype.size or \
+           any(a != b if i not in dims else a > b for i, (a, b) in enumerate(zip(vs, shape))):
+          _err(u, f"writes a {vs} box along dims {dims} into a buffer of shape {shape} ({buf.dtype.size} elements)")
         return
       if prod(_shape_of(val)) != buf.dtype.size: _err(u, f"stores {prod(_shape_of(val))} elements (shape {val.shape}) into a buffer of {buf.dtype.size}")
       return
