@@ -95,6 +95,8 @@ def task_symbol(spec: ProgramSpec) -> str:
 
 KERNEL_MARK = "/* kernel: */\n"  # kernel_source's line between the prelude and the kernel's own code
 
+_NOT_ACROSS_CALLS = "#ifdef __clang__\n__attribute__((noinline))\n#else\n__attribute__((noipa))\n#endif\n"
+
 def kernel_source(spec: ProgramSpec) -> str:
   """The kernel as a static function, and `task_<hash>(bufs, vars, core_id, n_cores)` calling it: one signature the
   pool can call. KERNEL_MARK parts the prelude (types, helpers) from the function, so kernels with the same prelude can
@@ -104,8 +106,10 @@ def kernel_source(spec: ProgramSpec) -> str:
   if head not in spec.src: raise RuntimeError(f"kernel {spec.name}: its source does not define {head}...)")
   # never inlined into the wrapper: gcc then drops what the kernel's restrict parameters promised (no aliasing), and
   # loads of one buffer wait on stores to another (a 64-channel 3x3 conv 5% slower, 25% with partial sums kept in its
-  # output)
-  return (spec.src.replace(head, KERNEL_MARK + "__attribute__((noinline)) static " + head, 1) +
+  # output). For gcc not analyzed across the call either (noipa): gcc 12 took a kernel whose store address induction-
+  # variable optimization had rewritten for one without side effects, and dropped the call (two strided reads of one
+  # buffer gave zeros). clang has no noipa
+  return (spec.src.replace(head, KERNEL_MARK + _NOT_ACROSS_CALLS + "static " + head, 1) +
           f"\nvoid {task_symbol(spec)}(void **b, const int *v, int core_id, int n_cores) {{ {spec.name}({', '.join(args)}); }}\n")
 
 def pool_source() -> str: return f"#define SPINS {SPINS}\n#define SPIN_US {SPIN_US}\n" + POOL_SRC

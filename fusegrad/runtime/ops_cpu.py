@@ -32,6 +32,7 @@ class CPUAllocator:
     except (MemoryError, OverflowError): raise MemoryError(f"cannot allocate {nbytes} bytes of CPU memory") from None
     off = (-ctypes.addressof(raw)) % 64
     return (raw, ctypes.addressof(raw) + off, nbytes)
+  def offset(self, mem, byte_offset: int, nbytes: int): return (mem[0], mem[1] + byte_offset, nbytes)  # (a BufferView's)
   def copyin(self, mem, mv: memoryview): ctypes.memmove(mem[1], (ctypes.c_char * mv.nbytes).from_buffer_copy(mv) if mv.readonly else (ctypes.c_char * mv.nbytes).from_buffer(mv), mv.nbytes)
   def as_memoryview(self, mem, nbytes: int) -> memoryview:
     # from_buffer keeps the allocation alive for as long as the view exists

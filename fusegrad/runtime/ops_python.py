@@ -7,6 +7,7 @@ from fusegrad.renderer.python import PythonRenderer, run_python, run_thread
 
 class PythonAllocator:
   def alloc(self, nbytes: int): return bytearray(nbytes)
+  def offset(self, mem, byte_offset: int, nbytes: int): return memoryview(mem)[byte_offset:byte_offset + nbytes]
   def copyin(self, mem, mv: memoryview): mem[:] = mv
   def as_memoryview(self, mem, nbytes: int) -> memoryview: return memoryview(mem)
 

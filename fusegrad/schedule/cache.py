@@ -7,7 +7,7 @@ from fusegrad.buffers import REALIZED, buffer_of, buffer_view, new_buffer_uop, r
 from fusegrad.device import Buffer
 from fusegrad.helpers import ContextVar
 from fusegrad.schedule.fusion import EXPAND_COST_LIMIT
-from fusegrad.schedule.kernel import ScheduleItem
+from fusegrad.schedule.kernel import ScheduleItem, Window
 from fusegrad.uop.ops import Ops, UOp
 
 SCACHE = ContextVar("SCACHE", 1)
@@ -109,9 +109,10 @@ class Template:
         new.append((b.device, b.size, b.dtype))
     titems = []
     for si, binds in zip(items, item_binds):
-      refs = tuple(slot.get(b, -1) for b in si.bufs)
+      # (a window of an input buffer: the input's slot, the window's start and size)
+      refs = tuple((slot.get(b.source, -1), b.start, b.size) if type(b) is Window else slot.get(b, -1) for b in si.bufs)
       # a buffer the walk did not see, or a variable bound below a realized node: do not cache
-      if -1 in refs or any(b not in w.binds for b in binds): return None
+      if -1 in refs or any(type(r) is tuple and r[0] == -1 for r in refs) or any(b not in w.binds for b in binds): return None
       titems.append((si.ast, refs, si.device, tuple((v, w.binds[b]) for (v, _), b in zip(si.var_vals, binds))))
     outs = []
     for o, v in zip(originals, views):  # targets must land in buffers this schedule allocates, seen through reshapes and permutes
@@ -132,7 +133,8 @@ class Template:
     """The schedule the uncached path would give for this call: this call's inputs and bound values, fresh outputs."""
     bufs = list(w.ins) + [Buffer(*spec) for spec in self.new]
     vals = [b.src[1].arg for b in w.binds]
-    items = [ScheduleItem(ast, tuple([bufs[r] for r in refs]), dev, tuple([(v, vals[i]) for v, i in var_refs]))
+    items = [ScheduleItem(ast, tuple([bufs[r] if type(r) is int else Window(bufs[r[0]], r[1], r[2]) for r in refs]), dev,
+                          tuple([(v, vals[i]) for v, i in var_refs]))
              for ast, refs, dev, var_refs in self.items]
     out_uops: dict[int, UOp] = {}
     views: dict[UOp, UOp] = {}

@@ -3,8 +3,10 @@ become DEFINE_GLOBAL loads, and bound variables become DEFINE_VARs whose values 
 from __future__ import annotations
 from dataclasses import dataclass
 from fusegrad.buffers import buffer_of, buffer_view
+from fusegrad.device import Buffer, BufferView, Device
 from fusegrad.dtype import dtypes
-from fusegrad.uop.ops import PERMUTED_STORE, Ops, UOp, sym_node
+from fusegrad.helpers import prod
+from fusegrad.uop.ops import PERMUTED_STORE, Capturing, Ops, UOp, sym_node
 
 @dataclass(frozen=True)
 class ScheduleItem:
@@ -12,6 +14,32 @@ class ScheduleItem:
   bufs: tuple            # Buffer objects; bufs[i] is DEFINE_GLOBAL(i)
   device: str
   var_vals: tuple = ()   # ((DEFINE_VAR, value), ...) bound for this launch
+
+class Window(BufferView):
+  """A contiguous range of an input buffer that a kernel reads as an input of its own (`x[i]`, `x[a:b]` of a realized
+  x): its start is where the pointer points, not a constant in the code, so reading row after row compiles once."""
+  def __init__(self, source: Buffer, start: int, size: int):
+    super().__init__(source, start * source.dtype.itemsize, size, source.dtype)
+    self.source, self.start = source, start
+
+def _window(x: UOp) -> tuple[Buffer, int, int] | None:
+  """(buffer, first element, element count) if x shrinks a whole input buffer (reshaped at most) to a contiguous range
+  of it: the dims after one are whole and the dims before it one element each. Not on DISK (the scheduler copies its
+  byte ranges) or a device that cannot point into a buffer."""
+  # (not in a TinyJit capture: a replay swaps the buffers it was given for new ones, and a window is another buffer)
+  if x.op is not Ops.SHRINK or len(x.src) != 1 or Capturing.active: return None
+  s = x.src[0]
+  b = s if s.op is Ops.BUFFER else s.src[0] if s.op is Ops.RESHAPE and s.src[0].op is Ops.BUFFER else None
+  if b is None or (buf := buffer_of(b)) is None or b.dtype != buf.dtype or b.arg[1] != buf.size or buf.device.startswith("DISK") or \
+     not hasattr(Device[buf.device].allocator, "offset"):
+    return None
+  shape, arg = s.shape, x.arg
+  d = len(shape) - 1
+  while d > 0 and arg[d] == (0, shape[d]): d -= 1
+  if any(e - b_ != 1 for b_, e in arg[:d]) or (size := prod(x.shape)) == 0: return None
+  start = 0
+  for (b_, _), n in zip(arg, shape): start = start * n + b_  # the flat index of the range's first element
+  return buf, start, size
 
 class _Kernel:
   """The nodes of one kernel as they are built: its buffers, its variables and each graph node's kernel node. (A class,
@@ -21,6 +49,7 @@ class _Kernel:
     self.bufs = [buffer_of(out)]
     self.var_vals: dict[UOp, UOp] = {}  # DEFINE_VAR -> the BIND giving its value
     self.index: dict[UOp, UOp] = {}
+    self.windows: dict[tuple, Window] = {}
   def size(self, s):
     """A symbolic size of a loaded buffer in the kernel's terms (its BINDs as DEFINE_VARs)."""
     if not isinstance(s, UOp): return s
@@ -29,7 +58,13 @@ class _Kernel:
     return self.index[s]
   def convert(self, x: UOp) -> None:
     bufs, var_vals, index = self.bufs, self.var_vals, self.index
-    if x is not self.u and (x in self.out_view or x.op is Ops.BUFFER):
+    if x is not self.u and x not in self.out_view and (win := _window(x)) is not None:
+      if (view := self.windows.get(win)) is None:
+        view = self.windows[win] = Window(*win)
+        bufs.append(view)
+      g = UOp(Ops.DEFINE_GLOBAL, view.dtype.ptr(view.size), (), bufs.index(view))
+      r = UOp(Ops.RESHAPE, g.dtype.base, (g,), x.shape) if x.shape != g.shape else g
+    elif x is not self.u and (x in self.out_view or x.op is Ops.BUFFER):
       buf = buffer_of(self.out_view[x].base if x in self.out_view else x)
       if buf not in bufs: bufs.append(buf)
       g = UOp(Ops.DEFINE_GLOBAL, buf.dtype.ptr(buf.size), (), bufs.index(buf))
@@ -55,7 +90,8 @@ def build_kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> tuple[ScheduleIt
     if bv is not None and src.device != u.device:
       return ScheduleItem(UOp(Ops.SINK, dtypes.void, (UOp(Ops.COPY, u.dtype, (), (src.device, u.device)),)), (buffer_of(out), buffer_of(bv)), u.device), ()
   k = _Kernel(u, out, out_view)
-  for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: x is not u and (x in out_view or x.op is Ops.BUFFER)): k.convert(x)
+  for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: x is not u and (x in out_view or x.op is Ops.BUFFER or _window(x) is not None)):
+    k.convert(x)
   bufs, var_vals, index = k.bufs, k.var_vals, k.index
   g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)
   if u.op is Ops.ASSIGN:  # only value's elements are stored, at the starts along dims arg of the target's shape
