@@ -317,7 +317,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       # lazy values computed from the old contents are computed now (as torch would have); views see the new contents
       readers = _reading([t for t in _lazy_tensors(self, written) if not _is_view_of(t.uop, base)], {base})
       if readers: Tensor._realize_all(*readers)
-      at = [Tensor(s if isinstance(s, UOp) else Variable(f"start{d}", 0, self.shape[d] - v.shape[d]).bind(s), device=self.device).uop
+      # (a bound variable is its own tensor-level node; a start expression, `pos + 1`, becomes one)
+      at = [Tensor(s, device=self.device).uop if isinstance(s, UOp) else Variable(f"start{d}", 0, self.shape[d] - v.shape[d]).bind(s)
             for d, s in starts.items()]
       self.uop = UOp(Ops.ASSIGN, self.dtype, (self.uop, v.uop, *at), tuple(starts))
       # a view of the buffer that another tensor took before the write reads the buffer, not this node, and no schedule
