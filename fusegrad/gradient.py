@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools, math
 from typing import Callable
 from fusegrad.dtype import dtypes
-from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.ops import DERIVATIVE, Ops, UOp
 
 def _unbroadcast_expand(g: UOp, src: UOp) -> UOp:
   """EXPAND backward: sum over the dims the expand made larger."""
@@ -94,7 +94,6 @@ def _window_grad(g: UOp, u: UOp):
 # hash-consing makes the node stand for that function of those inputs only. The entry lives on the node (its
 # DERIVATIVE attribute, gone with it; a weak map's Python-level insert was a tenth of an eager clamp): (input nodes,
 # vjp on UOps taking which inputs need a gradient and returning one gradient or None per input).
-DERIVATIVE = "derivative"
 
 def with_derivative(y, x, dydx: Callable):
   """y (a Tensor computed from the Tensor x) whose gradient is g * dydx(x), instead of the derivative of y's own graph.

@@ -280,6 +280,12 @@ def _sizes(shape, args) -> tuple:
   """Tensor's spellings of a shape argument: f((2, 3)) or f(2, 3)."""
   return tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + tuple(args)
 
+# a node's own vector-Jacobian product, in its __dict__ under this name: (input nodes, vjp(g, *inputs, needs) -> one gradient
+# or None per input), used instead of the derivative of its graph (gradient.py's with_gradient sets it)
+DERIVATIVE = "derivative"
+
+def _relu_vjp(g: UOp, x: UOp, needs: tuple) -> tuple: return (((x < 0) | x.eq(0)).where(0, g),)
+
 # OpBuilder.tensor_const's nodes, the most recent CONSTS_KEPT held strongly: an eager program's scalars (`x * 1.01`) recur
 # call after call, and rebuilding the CONST -> RESHAPE -> EXPAND chain each time was over half the cost of such an op
 CONSTS_KEPT = 1024
@@ -486,10 +492,16 @@ class OpBuilder:
   def square(self): return self * self
   def relu(self):
     if not self.tensor_level or self.dtype == dtypes.bool or self.vshape is not self.shape: return ((self < 0) | self.eq(0)).where(0, self)
-    # the same nodes, built directly (half of a small eager graph's building time went to promoting three zeros): x <= 0 is
-    # (x < 0) | (x == 0), never not (0 < x), so that relu(NaN) is NaN
+    # where(x < 0, 0, x), built directly (promoting the zeros was half of a small eager graph's building time): torch's
+    # value (relu(NaN) is NaN, relu(-0.0) is -0.0) in half the nodes of (x < 0) | (x == 0). torch's gradient, none where
+    # x <= 0 (and all of it at NaN), is the node's own rule: the where's would pass it at 0. A float compares against
+    # -0.0, the same test: clamp(min=0) builds where(x < 0.0, 0.0, x) with its own rule (all of the gradient at 0), and
+    # one node for both would give both one rule
     zero = UOp.tensor_const(0, self.dtype, self.device, self.shape)
-    return self.alu(Ops.CMPLT, zero).alu(Ops.OR, self.alu(Ops.CMPEQ, zero)).alu(Ops.WHERE, zero, self)
+    below = UOp.tensor_const(-0.0, self.dtype, self.device, self.shape) if dtypes.is_float(self.dtype) else zero
+    y = self.alu(Ops.CMPLT, below).alu(Ops.WHERE, zero, self)
+    y.__dict__[DERIVATIVE] = ((self,), _relu_vjp)
+    return y
   def sign(self):
     if self.dtype == dtypes.bool: return self
     return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)  # sign(nan) is 0, as in torch

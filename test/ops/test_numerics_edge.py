@@ -89,13 +89,32 @@ def test_relu_at_zero():
   helper_test_op(None, lambda x: x.relu(), vals=[[0.0, -0.0, 1.0, -1.0]])
   helper_test_op(None, lambda x: x.relu().log(), vals=[[0.0, -1.0, 1.0]])  # inf upstream at 0 must not reach x
 
-@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.int8, dtypes.int64, dtypes.bool])
-def test_relu_builds_the_composed_graph(dt):
-  # relu's fast path builds (x < 0) | (x == 0) -> where(.., 0, x) directly: the very nodes the composed ops make, so
-  # kernels, caches and gradients are shared with code that spells it out; NaN stays NaN
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.int8, dtypes.int64])
+def test_relu_is_two_nodes_with_torchs_gradient(dt):
+  # where(x < 0, 0, x): half the nodes of (x < 0) | (x == 0) (eager code builds a relu per layer per step); torch's
+  # gradient, none where x <= 0, is the node's own rule (the where's own would pass the gradient at 0)
   u = Tensor([-2, 0, 3, 1], dtype=dt).uop
-  assert u.relu() is ((u < 0) | u.eq(0)).where(0, u)
-  assert np.isnan(Tensor([float("nan"), -1.0]).relu().numpy()[0])
+  assert u.relu() is (u < (-0.0 if dtypes.is_float(dt) else 0)).where(0, u)
+  assert Tensor([True, False]).relu().tolist() == [True, False]
+
+def test_relu_and_clamp_at_zero_keep_their_own_gradients():
+  # where(x < 0, 0, x) is also clamp(min=0)'s value, but its gradient at 0 is all of it (relu's is none): one node for
+  # both would give one of them the other's rule
+  vals = [0.0, -1.0, 2.0]
+  x, tx = Tensor(vals, requires_grad=True), torch.tensor(vals, requires_grad=True)
+  (x.relu() * 2 + x.clamp(min=0) * 3).sum().backward()
+  (torch.relu(tx) * 2 + torch.clamp(tx, min=0) * 3).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+def test_relu_of_nan_and_negative_zero_as_torch():
+  vals = [float("nan"), 0.0, -0.0, -1.0, 2.0]
+  x, tx = Tensor(vals, requires_grad=True), torch.tensor(vals, requires_grad=True)
+  y, ty = x.relu(), torch.relu(tx)
+  y.sum().backward()
+  ty.sum().backward()
+  np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+  np.testing.assert_array_equal(np.signbit(y.numpy()), np.signbit(ty.detach().numpy()))  # relu(-0.0) is -0.0
+  np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())  # 1 at NaN, 0 at 0 and -0.0
 
 # ======================================================================== max / min reductions
 
