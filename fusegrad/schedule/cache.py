@@ -116,7 +116,8 @@ class Template:
       titems.append((si.ast, refs, si.device, tuple((v, w.binds[b]) for (v, _), b in zip(si.var_vals, binds))))
     outs = []
     for o, v in zip(originals, views):  # targets must land in buffers this schedule allocates, seen through reshapes and permutes
-      if o.op is Ops.ASSIGN:  # an in-place write: its target's own buffer
+      if o.op is Ops.ASSIGN:  # an in-place write: its target's own buffer (seen with symbolic sizes: not templated)
+        if o.vshape is not o.shape: return None
         outs.append((None, ()))
         continue
       chain = []
