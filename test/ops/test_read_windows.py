@@ -4,7 +4,7 @@ a dataset or a batch compiles one kernel, not one per row."""
 import random
 import numpy as np
 import pytest
-from fusegrad import Tensor, TinyJit, dtypes
+from fusegrad import Context, Tensor, TinyJit, dtypes
 from .test_setitem_in_place import _launches
 
 def test_a_loop_over_rows_compiles_one_kernel():
@@ -74,3 +74,16 @@ def test_gradients_through_a_range_of_a_realized_tensor():
 def test_a_bitcast_buffer_keeps_its_own_dtype():
   x = Tensor(np.arange(8, dtype=np.int32)).realize()
   np.testing.assert_array_equal(x.bitcast(dtypes.float32)[2:4].bitcast(dtypes.int32).numpy(), [2, 3])
+
+@pytest.mark.parametrize("where", ["NOOPT", "PYTHON"])
+def test_windows_match_noopt_and_the_python_device(where):
+  # the window kernels against the unoptimized kernels and the interpreter, on odd shapes
+  rng = random.Random(7)
+  for shape in [(5, 3), (3, 1, 7), (2, 3, 5)]:
+    xn = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) - 7
+    x = Tensor(xn, device="PYTHON" if where == "PYTHON" else None).realize()
+    with Context(NOOPT=int(where == "NOOPT")):
+      for _ in range(6):
+        i, j = _random_index(rng, shape), _random_index(rng, shape)
+        got = (x[i] * 3 + x[j] if xn[i].shape == xn[j].shape else x[i] * 3).numpy()
+        np.testing.assert_array_equal(got, xn[i] * 3 + xn[j] if xn[i].shape == xn[j].shape else xn[i] * 3, err_msg=f"{where} x[{i}], x[{j}]")

@@ -5,7 +5,7 @@ import contextlib, random
 import numpy as np
 import pytest
 import torch
-from fusegrad import Tensor, TinyJit, Variable
+from fusegrad import Context, Tensor, TinyJit, Variable
 from fusegrad.schedule import cache as schedule_cache
 from fusegrad.uop.ops import Ops
 from fusegrad.tensor import tensor as tensor_module
@@ -185,3 +185,18 @@ def test_writes_fuse_with_the_graph_built_after_them():
     got = x.numpy()
   np.testing.assert_array_equal(got, np.full((1, 8), 2.0 ** len(caches)))
   assert len(launched) <= 3 * len(caches) + 1, f"{len(launched)} kernels for {len(caches)} layers"
+
+@pytest.mark.parametrize("where", ["NOOPT", "PYTHON"])
+def test_box_writes_match_noopt_and_the_python_device(where):
+  # the multi-dim ASSIGN kernels against the unoptimized kernels and the interpreter, on odd shapes
+  rng = random.Random(11)
+  for shape in [(5, 3), (3, 2, 7)]:
+    want = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    x = Tensor(want.copy(), device="PYTHON" if where == "PYTHON" else None).contiguous().realize()
+    with Context(NOOPT=int(where == "NOOPT")):
+      for step in range(6):
+        idx = _random_box(rng, shape)
+        value = np.full(want[idx].shape, -step - 0.5, np.float32)
+        want[idx] = value
+        x[idx] = Tensor(value, device=x.device)
+        np.testing.assert_array_equal(x.numpy(), want, err_msg=f"{where} x[{idx}] = ...")
