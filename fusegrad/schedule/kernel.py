@@ -2,7 +2,7 @@
 become DEFINE_GLOBAL loads, and bound variables become DEFINE_VARs whose values travel with the item."""
 from __future__ import annotations
 from dataclasses import dataclass
-from fusegrad.buffers import buffer_of, buffer_view
+from fusegrad.buffers import buffer_of, buffer_view, contiguous_start
 from fusegrad.device import Buffer, BufferView, Device
 from fusegrad.dtype import dtypes
 from fusegrad.helpers import prod
@@ -33,12 +33,7 @@ def _window(x: UOp) -> tuple[Buffer, int, int] | None:
   if b is None or (buf := buffer_of(b)) is None or b.dtype != buf.dtype or b.arg[1] != buf.size or buf.device.startswith("DISK") or \
      not hasattr(Device[buf.device].allocator, "offset"):
     return None
-  shape, arg = s.shape, x.arg
-  d = len(shape) - 1
-  while d > 0 and arg[d] == (0, shape[d]): d -= 1
-  if any(e - b_ != 1 for b_, e in arg[:d]) or (size := prod(x.shape)) == 0: return None
-  start = 0
-  for (b_, _), n in zip(arg, shape): start = start * n + b_  # the flat index of the range's first element
+  if (size := prod(x.shape)) == 0 or (start := contiguous_start(s.shape, x.arg)) is None: return None
   return buf, start, size
 
 class _Kernel:
