@@ -1,4 +1,5 @@
-"""Python overhead: a 100-op elementwise graph on a 16-element tensor, warm caches; basic indexing; a row write.
+"""Python overhead: a 100-op elementwise graph on a 16-element tensor, warm caches; basic indexing; a column read at a new
+index; a row write.
 
 fusegrad eager: time per call from building the graph to the kernel having run (`.realize()`); fusegrad JIT: the same
 function under TinyJit (replay). Reference: the same 100 ops in PyTorch eager (one kernel per op). Reported as us per
@@ -51,6 +52,21 @@ def indexing_row(calls: int = 2000) -> Row:
   ref = None if torch is None else per_call(lambda px=torch.from_numpy(xn): [px[i] for i in _INDEXES], calls) / len(_INDEXES)
   return Row("overhead basic indexing (x[3], x[1:3], x[..., 2], x[:, None])", fg * 1e6, ref * 1e6 if ref else None, "us/op", False, "PyTorch")
 
+def column_read_row(calls: int = 200) -> Row:
+  """Mean us per `(x[:, j] * 2).realize()` of a realized (64, 4096) tensor, every call at a column not read before (the
+  column's start is a launch value: one kernel and one cached schedule for all), against torch's eager op."""
+  xn = np.arange(64 * 4096, dtype=np.float32).reshape(64, 4096)
+  x, cols = Tensor(xn).realize(), iter(range(1 << 62))
+  def read(): return (x[:, next(cols)] * 2).realize()
+  check_close("overhead column read", read().numpy(), xn[:, 0] * 2, rtol=0, atol=0)
+  fg = per_call(read, calls)
+  torch = get_torch()
+  ref = None
+  if torch is not None:
+    px, pcols = torch.from_numpy(xn), iter(range(1 << 62))
+    ref = per_call(lambda: px[:, next(pcols)] * 2, calls)
+  return Row("overhead column read (x[:, j] * 2), new j each call, realized", fg * 1e6, ref * 1e6 if ref else None, "us/op", False, "PyTorch")
+
 def setitem_row(calls: int = 500) -> Row:
   """Mean us per row write `x[i] = v` into a realized (64, 128) tensor, rows in turn, realized each time (written in
   place: one kernel over the row, compiled once), against torch's in-place copy."""
@@ -94,7 +110,7 @@ def rows(calls: int = 20) -> list[Row]:
     px = torch.from_numpy(xn)
     with torch.no_grad(): t_s = per_call(lambda: graph(px), calls * 5)
   def us(s): return s * 1e6 if s else None
-  return [indexing_row(), setitem_row(),
+  return [indexing_row(), column_read_row(), setitem_row(),
           Row(f"overhead {N_OPS}-op graph eager ({e_k} kernel{'s' * (e_k != 1)})", us(e_s), us(t_s), "us/call", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph eager per kernel", us(e_s / max(e_k, 1)), us(t_s / N_OPS) if t_s else None, "us/kernel", False, "PyTorch"),
           Row(f"overhead {N_OPS}-op graph TinyJit ({j_k} kernel{'s' * (j_k != 1)})", us(j_s), us(t_s), "us/call", False, "PyTorch"),

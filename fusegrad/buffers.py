@@ -60,7 +60,7 @@ def invalidate(base: UOp) -> None:
 # ---------------- byte-range views of DISK buffers: slicing a file tensor and copying it reads only those bytes
 _disk_views: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 
-def contiguous_start(shape: tuple[int, ...], arg: tuple[tuple[int, int], ...]) -> int | None:
+def _contiguous_start(shape: tuple[int, ...], arg: tuple[tuple[int, int], ...]) -> int | None:
   """Element offset of SHRINK(arg) of a C-contiguous `shape` if the kept elements are one contiguous run, else None."""
   if any(e == b for b, e in arg): return 0  # empty: any start will do
   # contiguous iff: after the first dim that keeps more than one element, every dim is kept whole
@@ -87,7 +87,7 @@ def _disk_view(u: UOp) -> UOp | None:
   for y in reversed(chain):
     if y.op is Ops.BITCAST and y.dtype.itemsize != y.src[0].dtype.itemsize: return None
     if y.op is Ops.SHRINK:
-      if (start := contiguous_start(shape, y.arg)) is None: return None
+      if (start := _contiguous_start(shape, y.arg)) is None: return None
       offset += start
     shape = y.shape
   view = _disk_views[u] = new_buffer_uop(u.device, u.size, u.dtype, BufferView(base, offset * x.dtype.itemsize, u.size, u.dtype))

@@ -7,7 +7,7 @@ from fusegrad.buffers import REALIZED, buffer_of, buffer_view, new_buffer_uop, r
 from fusegrad.device import Buffer
 from fusegrad.helpers import ContextVar
 from fusegrad.schedule.fusion import EXPAND_COST_LIMIT
-from fusegrad.schedule.kernel import ScheduleItem, Window
+from fusegrad.schedule.kernel import ScheduleItem, Window, window
 from fusegrad.uop.ops import Ops, UOp
 
 SCACHE = ContextVar("SCACHE", 1)
@@ -18,12 +18,14 @@ class Walk:
   """One pass over the graph giving both the scheduler's toposort (same order as `sink.toposort(stop at BUFFER or
   realized)`, so a miss on a graph without BINDs reuses it) and the cache key: one (op, dtype, arg, source entry
   indices) entry per node.
-  Input buffers become slots numbered by first use and a BIND keeps its variable but not its value, so the key repeats
+  Input buffers become slots numbered by first use, a BIND keeps its variable but not its value and a box of an input
+  that a kernel reads as a Window keeps its sizes but not its start (numbered by first use too), so the key repeats
   when the structure does. The key holds plain data, never a node: keeping graph nodes alive would keep them in the
   weak `realized` map and change what later, hash-consed-equal graphs compute. key is None: do not cache this graph."""
-  __slots__ = ("order", "key", "ins", "in_uops", "binds", "saw_realized")
+  __slots__ = ("order", "key", "ins", "in_uops", "binds", "windows", "saw_realized")
   def __init__(self, sink: UOp, permuted: bool = False):
     self.order, self.ins, self.in_uops, self.binds, self.saw_realized = [], {}, {}, {}, False
+    self.windows: dict[tuple, int] = {}  # (buffer, start, span) -> its number
     key: list = [EXPAND_COST_LIMIT, permuted]
     refs: dict[UOp, int] = {}  # node -> its entry in key
     seen: set[UOp] = set()
@@ -31,7 +33,7 @@ class Walk:
     # seen and skipped when popped, which gives toposort's order without a filtering generator per node
     stack: list = [sink]
     order, binds, ok, pop, push = self.order, self.binds, True, stack.pop, stack.append
-    BUFFER, BIND, CONST, COPY = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY
+    BUFFER, BIND, CONST, COPY, SHRINK = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY, Ops.SHRINK
     while stack:
       u = pop()
       if u is not None:
@@ -59,6 +61,8 @@ class Walk:
       if op is BIND:
         binds.setdefault(u, len(binds))
         ent: tuple = (op._value_, u.dtype, refs[u.src[0]])
+      elif op is SHRINK and (win := self._window(u)) is not None:
+        ent = (op._value_, u.dtype, tuple([e - b for b, e in u.arg]), refs[u.src[0]], self.windows.setdefault(win, len(self.windows)))
       else:
         # (one and two sources, most nodes, without a list comprehension's call)
         src = u.src
@@ -68,6 +72,14 @@ class Walk:
       refs[u] = len(key)
       key.append(ent)
     self.key = tuple(key) if ok else None
+
+  @staticmethod
+  def _window(u: UOp) -> tuple | None:
+    """The window (kernel.window) that u, a SHRINK, is to the kernels, which see a realized source as its buffer."""
+    return window(u, realized_view(s) if REALIZED in (s := u.src[0]).__dict__ else s)
+
+  @property
+  def starts(self) -> list[int]: return [start for _, start, _ in self.windows]
 
   @staticmethod
   def _const_key(v) -> tuple:
@@ -109,10 +121,11 @@ class Template:
         new.append((b.device, b.size, b.dtype))
     titems = []
     for si, binds in zip(items, item_binds):
-      # (a window of an input buffer: the input's slot, the window's start and size)
-      refs = tuple((slot.get(b.source, -1), b.start, b.size) if type(b) is Window else slot.get(b, -1) for b in si.bufs)
-      # a buffer the walk did not see, or a variable bound below a realized node: do not cache
-      if -1 in refs or any(type(r) is tuple and r[0] == -1 for r in refs) or any(b not in w.binds for b in binds): return None
+      # (a window of an input buffer: the input's slot, the window's number and its size)
+      refs = tuple((slot.get(b.source, -1), w.windows.get((b.source, b.start, b.size), -1), b.size) if type(b) is Window else slot.get(b, -1)
+                   for b in si.bufs)
+      # a buffer or window the walk did not see, or a variable bound below a realized node: do not cache
+      if -1 in refs or any(type(r) is tuple and -1 in r for r in refs) or any(b not in w.binds for b in binds): return None
       titems.append((si.ast, refs, si.device, tuple((v, w.binds[b]) for (v, _), b in zip(si.var_vals, binds))))
     outs = []
     for o, v in zip(originals, views):  # targets must land in buffers this schedule allocates, seen through reshapes and permutes
@@ -133,8 +146,8 @@ class Template:
   def instantiate(self, w: Walk, originals: list[UOp]) -> tuple[list[ScheduleItem], dict[UOp, UOp]]:
     """The schedule the uncached path would give for this call: this call's inputs and bound values, fresh outputs."""
     bufs = list(w.ins) + [Buffer(*spec) for spec in self.new]
-    vals = [b.src[1].arg for b in w.binds]
-    items = [ScheduleItem(ast, tuple([bufs[r] if type(r) is int else Window(bufs[r[0]], r[1], r[2]) for r in refs]), dev,
+    vals, starts = [b.src[1].arg for b in w.binds], w.starts
+    items = [ScheduleItem(ast, tuple([bufs[r] if type(r) is int else Window(bufs[r[0]], starts[r[1]], r[2]) for r in refs]), dev,
                           tuple([(v, vals[i]) for v, i in var_refs]))
              for ast, refs, dev, var_refs in self.items]
     out_uops: dict[int, UOp] = {}

@@ -2,7 +2,7 @@
 become DEFINE_GLOBAL loads, and bound variables become DEFINE_VARs whose values travel with the item."""
 from __future__ import annotations
 from dataclasses import dataclass
-from fusegrad.buffers import buffer_of, buffer_view, contiguous_start
+from fusegrad.buffers import buffer_of, buffer_view
 from fusegrad.device import Buffer, BufferView, Device
 from fusegrad.dtype import dtypes
 from fusegrad.helpers import prod
@@ -16,25 +16,41 @@ class ScheduleItem:
   var_vals: tuple = ()   # ((DEFINE_VAR, value), ...) bound for this launch
 
 class Window(BufferView):
-  """A contiguous range of an input buffer that a kernel reads as an input of its own (`x[i]`, `x[a:b]` of a realized
-  x): its start is where the pointer points, not a constant in the code, so reading row after row compiles once."""
+  """A box of an input buffer that a kernel reads as an input of its own (`x[i]`, `x[:, j]`, `x[a:b, c:d]` of a
+  realized x): a pointer to the box's first element, spanning to its last, indexed with the buffer's strides. Its start
+  is where the pointer points, not a constant in the code, so a loop over rows or columns compiles once, and the
+  schedule cache keys the box by its sizes, taking its start from each call."""
   def __init__(self, source: Buffer, start: int, size: int):
     super().__init__(source, start * source.dtype.itemsize, size, source.dtype)
     self.source, self.start = source, start
 
-def _window(x: UOp) -> tuple[Buffer, int, int] | None:
-  """(buffer, first element, element count) if x shrinks a whole input buffer (reshaped at most) to a contiguous range
-  of it: the dims after one are whole and the dims before it one element each. Not on DISK (the scheduler copies its
-  byte ranges) or a device that cannot point into a buffer."""
+def window(x: UOp, s: UOp | None = None) -> tuple[Buffer, int, int] | None:
+  """(buffer, first element, span in elements) if x shrinks s (default: its source), a whole input buffer reshaped at
+  most, to a box that is not empty. Not on DISK (the scheduler copies its byte ranges) or a device that cannot point
+  into a buffer."""
   # (not in a TinyJit capture: a replay swaps the buffers it was given for new ones, and a window is another buffer)
-  if x.op is not Ops.SHRINK or len(x.src) != 1 or Capturing.active: return None
-  s = x.src[0]
+  if x.op is not Ops.SHRINK or len(x.src) != 1 or not x.arg or Capturing.active: return None
+  s = x.src[0] if s is None else s
   b = s if s.op is Ops.BUFFER else s.src[0] if s.op is Ops.RESHAPE and s.src[0].op is Ops.BUFFER else None
   if b is None or (buf := buffer_of(b)) is None or b.dtype != buf.dtype or b.arg[1] != buf.size or buf.device.startswith("DISK") or \
-     not hasattr(Device[buf.device].allocator, "offset"):
+     not hasattr(Device[buf.device].allocator, "offset") or any(b == e for b, e in x.arg):
     return None
-  if (size := prod(x.shape)) == 0 or (start := contiguous_start(s.shape, x.arg)) is None: return None
-  return buf, start, size
+  start, span, stride = 0, 1, 1
+  for (lo, hi), n in zip(reversed(x.arg), reversed(s.shape)):
+    start, span, stride = start + lo * stride, span + (hi - lo - 1) * stride, stride * n
+  return buf, start, span
+
+def _window_view(g: UOp, x: UOp, span: int) -> UOp:
+  """x's box read from g, its window of `span` elements: the dims before the first that keeps more than one element
+  drop out, and the rest are the buffer's rows from the box's first element on, the last padded past the window's end
+  (no index of the box reaches there)."""
+  sizes, shape = [e - b for b, e in x.arg], x.src[0].shape
+  d = next((i for i, n in enumerate(sizes) if n > 1), len(sizes) - 1)
+  rows, dt = (sizes[d], *shape[d + 1:]), g.dtype.base
+  v = UOp(Ops.PAD, dt, (g,), ((0, pad),)) if (pad := prod(rows) - span) else g
+  v = UOp(Ops.RESHAPE, dt, (v,), rows)
+  if tuple(sizes[d:]) != rows: v = UOp(Ops.SHRINK, dt, (v,), tuple((0, n) for n in sizes[d:]))
+  return UOp(Ops.RESHAPE, dt, (v,), x.shape) if v.shape != x.shape else v
 
 class _Kernel:
   """The nodes of one kernel as they are built: its buffers, its variables and each graph node's kernel node. (A class,
@@ -53,12 +69,11 @@ class _Kernel:
     return self.index[s]
   def convert(self, x: UOp) -> None:
     bufs, var_vals, index = self.bufs, self.var_vals, self.index
-    if x is not self.u and x not in self.out_view and (win := _window(x)) is not None:
-      if (view := self.windows.get(win)) is None:
+    if x not in self.out_view and (win := window(x)) is not None:
+      if (view := self.windows.get(win)) is None:  # (equal boxes are one input: the schedule cache numbers them alike)
         view = self.windows[win] = Window(*win)
         bufs.append(view)
-      g = UOp(Ops.DEFINE_GLOBAL, view.dtype.ptr(view.size), (), bufs.index(view))
-      r = UOp(Ops.RESHAPE, g.dtype.base, (g,), x.shape) if x.shape != g.shape else g
+      r = _window_view(UOp(Ops.DEFINE_GLOBAL, view.dtype.ptr(view.size), (), bufs.index(view)), x, view.size)
     elif x is not self.u and (x in self.out_view or x.op is Ops.BUFFER):
       buf = buffer_of(self.out_view[x].base if x in self.out_view else x)
       if buf not in bufs: bufs.append(buf)
@@ -85,7 +100,7 @@ def build_kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> tuple[ScheduleIt
     if bv is not None and src.device != u.device:
       return ScheduleItem(UOp(Ops.SINK, dtypes.void, (UOp(Ops.COPY, u.dtype, (), (src.device, u.device)),)), (buffer_of(out), buffer_of(bv)), u.device), ()
   k = _Kernel(u, out, out_view)
-  for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: x is not u and (x in out_view or x.op is Ops.BUFFER or _window(x) is not None)):
+  for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: x is not u and (x in out_view or x.op is Ops.BUFFER or window(x) is not None)):
     k.convert(x)
   bufs, var_vals, index = k.bufs, k.var_vals, k.index
   g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)

@@ -133,6 +133,8 @@ symbolic = PatternMatcher([
   (UPat(Ops.WHERE, src=(UPat.cvar("c"), UPat.var("a"), UPat.var("b"))), lambda c, a, b: a if c.arg else b),
   (UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var("b"))), lambda c, a, b: a if a is b else None),
   (UPat(Ops.CAST, src=(UPat.var("x"),), name="c"), lambda x, c: x if x.dtype == c.dtype else None),
+  # a load whose gate always holds (a window's padded rows, which no index reaches) needs none
+  (UPat(Ops.LOAD, src=(UPat.var("b"), UPat.var("i"), UPat.cvar("c", dtypes.bool)), name="ld"), lambda b, i, c, ld: UOp(Ops.LOAD, ld.dtype, (b, i)) if c.arg else None),
   (UPat(Ops.REDUCE, name="red"), collapse_one_hot_sum),
 ])
 

@@ -127,7 +127,9 @@ def test_vector_loads_need_a_provable_multiple_of_4():
     return r.render(linearize(lower_kernel(items[-1].ast), r, opt)).src
   x = Tensor.empty(3, 20, device="PYTHON")
   assert src(x[:, :16] * 2).count("float4 ") == 1 and "& 15ull) == 0ull)" in src(x[:, :16] * 2)  # row stride 20: a multiple of 4
-  assert "float4" not in src(x[:, 1:17] * 2)   # starts at 1: never a multiple of 4
+  assert "float4" not in src(x.T[1:17].T * 2)   # starts at 1: never a multiple of 4
+  # read as a window (a pointer to element 1, kernel.Window), the start is the pointer's: checked when the kernel runs
+  assert "((unsigned long long)data1 & 15ull) == 0ull)" in src(x[:, 1:17] * 2)
   assert "float4" not in src(Tensor.empty(3, 13, device="PYTHON") * 2)  # the row stride 13 is not
   assert "float4" not in src(x * 2, Opt("THREADS", 128, upcast2=2))  # two lanes: scalar
   # a matmul's 4 x 4 tile: one float4 of the right matrix a step of the reduction, the left one's column is strided

@@ -1,6 +1,7 @@
-"""A kernel that reads a contiguous range of a realized tensor (`x[i]`, `x[a:b]`, `x[i, j]`) takes the range as an input
-buffer of its own (a Window: a pointer into the buffer), not as constant offsets in its code: a loop over the rows of
-a dataset or a batch compiles one kernel, not one per row."""
+"""A kernel that reads a box of a realized tensor (`x[i]`, `x[a:b]`, `x[:, j]`, `x[a:b, c:d]`) takes it as an input
+buffer of its own (a Window: a pointer to its first element, read with the buffer's strides), not as constant offsets
+in its code: a loop over the rows of a dataset or the columns of a matrix compiles one kernel, not one per position,
+and its schedule is cached once for every position."""
 import random
 import numpy as np
 import pytest
@@ -87,3 +88,42 @@ def test_windows_match_noopt_and_the_python_device(where):
         i, j = _random_index(rng, shape), _random_index(rng, shape)
         got = (x[i] * 3 + x[j] if xn[i].shape == xn[j].shape else x[i] * 3).numpy()
         np.testing.assert_array_equal(got, xn[i] * 3 + xn[j] if xn[i].shape == xn[j].shape else xn[i] * 3, err_msg=f"{where} x[{i}], x[{j}]")
+
+def _one_kernel_then_hits(launched) -> None:
+  assert len({ast for ast, _, _ in launched}) == 1, "each position compiled its own kernel"
+  assert all(hit for _, _, hit in launched[1:]), "a read at a new position missed the schedule cache"
+
+def test_a_loop_over_columns_compiles_one_kernel_and_hits_the_schedule_cache():
+  xn = np.arange(6 * 5, dtype=np.float32).reshape(6, 5)
+  x = Tensor(xn).realize()
+  with _launches() as launched:
+    got = [(x[:, j] * 2 + 1).numpy() for j in (0, 3, 4, -2, 1)]
+  for g, j in zip(got, (0, 3, 4, -2, 1)): np.testing.assert_array_equal(g, xn[:, j] * 2 + 1)
+  _one_kernel_then_hits(launched)
+
+def test_rows_and_boxes_at_new_positions_hit_the_schedule_cache():
+  xn = np.arange(4 * 6 * 5, dtype=np.float32).reshape(4, 6, 5)
+  x = Tensor(xn).realize()
+  for index in (lambda j: (j,), lambda j: (slice(1, 3), j, slice(1, 4)), lambda j: (slice(None), slice(j, j + 2))):
+    with _launches() as launched:
+      got = [(x[index(j)] - 1).numpy() for j in (0, 2, 1, 3)]
+    for g, j in zip(got, (0, 2, 1, 3)): np.testing.assert_array_equal(g, xn[index(j)] - 1)
+    _one_kernel_then_hits(launched)
+
+def test_a_realized_result_is_read_by_position_too():
+  xn = np.arange(20, dtype=np.float32).reshape(4, 5)
+  x = (Tensor(xn) * 2).realize()  # a realized node, not a bare buffer
+  with _launches() as launched:
+    got = [(x[:, j] + x[1:3, j].sum()).numpy() for j in range(4)]
+  for g, j in zip(got, range(4)): np.testing.assert_array_equal(g, xn[:, j] * 2 + (xn[1:3, j] * 2).sum())
+  assert len({ast for ast, _, _ in launched}) <= 2 and launched[-1][2]
+
+def test_two_reads_that_were_one_window_and_then_are_two():
+  # equal ranges share one input of the kernel: the cached schedule must not make them one when they differ
+  xn = np.arange(12, dtype=np.float32)
+  x = Tensor(xn).realize()
+  for i, j in ((1, 1), (1, 2), (2, 2), (0, 2)):
+    got = (x.reshape(3, 4)[i] * 10 + x[4 * j:4 * j + 4]).numpy()
+    np.testing.assert_array_equal(got, xn.reshape(3, 4)[i] * 10 + xn[4 * j:4 * j + 4], err_msg=f"{i}, {j}")
+    got = (x.reshape(3, 4)[:, i] * 10 + x.reshape(3, 4)[:, j]).numpy()
+    np.testing.assert_array_equal(got, xn.reshape(3, 4)[:, i] * 10 + xn.reshape(3, 4)[:, j], err_msg=f"columns {i}, {j}")

@@ -187,9 +187,18 @@ class TestIndexMath:
 
   def test_shrink_adds_an_offset(self):
     x, _ = source((5, 6))
-    (r0, r1), ld = load_index(x.shrink(((1, 4), (2, 6))))
+    (r0, r1), ld = load_index(x.T.shrink(((2, 6), (1, 4))).T)  # (a shrink of a buffer itself is a window: below)
     for i, j in itertools.product(range(3), range(4)):
       assert Evaluator([]).ev(ld.src[1], {r0: i, r1: j}, {}) == (i + 1) * 6 + (j + 2)
+
+  def test_a_box_of_an_input_is_read_from_its_first_element(self):
+    from fusegrad.schedule.kernel import Window
+    x, _ = source((5, 6))
+    (r0, r1), ld = load_index(x.shrink(((1, 4), (2, 6))))
+    for i, j in itertools.product(range(3), range(4)):
+      assert Evaluator([]).ev(ld.src[1], {r0: i, r1: j}, {}) == i * 6 + j
+    win = kernels(x.shrink(((1, 4), (2, 6))) * 1.0)[0].bufs[1]
+    assert type(win) is Window and (win.start, win.size) == (8, 2 * 6 + 3 + 1)
 
   def test_expand_drops_the_range(self):
     x, _ = source((3, 1))
