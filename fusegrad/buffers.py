@@ -52,8 +52,16 @@ def buffer_view(u: UOp) -> UOp | None:
 
 def invalidate(base: UOp) -> None:
   """The contents of BUFFER `base` changed: forget every realized result held in it or computed from it."""
+  _forget(lambda k: buffer_view(k.__dict__[REALIZED]) is base or base in k.toposort())
+
+def invalidate_device(device: str) -> None:
+  """Memory of `device` changed around the scheduler (a file written by assign): forget every realized result computed
+  from a buffer on it."""
+  _forget(lambda k: any(u.op is Ops.BUFFER and u.device == device for u in k.toposort()))
+
+def _forget(stale) -> None:
   for k in list(_realized):
-    if buffer_view(k.__dict__[REALIZED]) is base or base in k.toposort():
+    if stale(k):
       del k.__dict__[REALIZED]
       _realized.discard(k)
 

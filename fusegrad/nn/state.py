@@ -137,32 +137,37 @@ def safe_save(tensors: dict[str, Tensor], path: str, metadata: dict[str, str] | 
   js += b" " * (-len(js) % 8)  # pad so the data starts 8-byte aligned
   _write_atomic(path, [struct.pack("<Q", len(js)), js, *datas])
 
-def _safe_header(path: str) -> tuple[int, dict]:
-  size = os.path.getsize(path)
-  with open(path, "rb") as f:
-    raw = f.read(8)
-    if len(raw) < 8: raise ValueError(f"{path}: not a safetensors file: {size} bytes is too short for the 8-byte header length")
-    n = struct.unpack("<Q", raw)[0]
-    if n > min(_MAX_HEADER, size - 8): raise ValueError(f"{path}: not a safetensors file, or truncated: header length {n} but the file has {size} bytes")
-    js = f.read(n)
-  try: header = json.loads(js)
+def _safe_header(base: Buffer, path: str) -> tuple[int, dict]:
+  """(the JSON header's length, the parsed header) of the safetensors bytes in base."""
+  size, mv = base.nbytes, base.as_memoryview()
+  if size < 8: raise ValueError(f"{path}: not a safetensors file: {size} bytes is too short for the 8-byte header length")
+  n = struct.unpack("<Q", mv[:8])[0]
+  if n > min(_MAX_HEADER, size - 8): raise ValueError(f"{path}: not a safetensors file, or truncated: header length {n} but the file has {size} bytes")
+  try: header = json.loads(bytes(mv[8:8 + n]))
   except (UnicodeDecodeError, json.JSONDecodeError) as e: raise ValueError(f"{path}: corrupt safetensors header (invalid JSON: {e})") from None
   if not isinstance(header, dict): raise ValueError(f"{path}: corrupt safetensors header: expected a JSON object")
   return n, header
 
-def safe_load_metadata(path: str) -> tuple[Tensor, int, dict]:
-  """(the whole file as a uint8 DISK tensor, the JSON header's length, the parsed header)."""
-  path = os.fspath(path)
-  n, header = _safe_header(path)
-  base = _disk_base(path)
+def _safetensors_bytes(src: str | os.PathLike | Tensor) -> tuple[Buffer, str]:
+  """(a uint8 buffer of the safetensors bytes, a name for messages): a file (_disk_base), or, as tinygrad takes, a uint8
+  tensor holding them (a DISK tensor of a file, or bytes in memory)."""
+  if not isinstance(src, Tensor): return _disk_base(path := os.fspath(src)), path
+  if src.dtype != dtypes.uint8 or src.ndim != 1: raise ValueError(f"safe_load takes a path or a 1-d uint8 tensor of the file's bytes, got {src.dtype} of shape {src.shape}")
+  view = buffers.buffer_view(src.uop) if src.device.startswith("DISK") else None
+  return (buffers.buffer_of(view) if view is not None else src.to(Device.DEFAULT).contiguous()._buffer()).ensure_allocated(), f"tensor on {src.device}"
+
+def safe_load_metadata(path: str | os.PathLike | Tensor) -> tuple[Tensor, int, dict]:
+  """(the whole file as a uint8 tensor, on DISK for a path, the JSON header's length, the parsed header)."""
+  base, name = _safetensors_bytes(path)
+  n, header = _safe_header(base, name)
   return Tensor(buffers.new_buffer_uop(base.device, base.size, dtypes.uint8, base)), n, header
 
-def safe_load(path: str) -> dict[str, Tensor]:
-  """name -> Tensor on the DISK device (lazy: bytes are read when a tensor is copied, e.g. by load_state_dict or .to())."""
-  path = os.fspath(path)
-  n, header = _safe_header(path)
-  size, data_start = os.path.getsize(path), 8 + n
-  base = _disk_base(path)
+def safe_load(path: str | os.PathLike | Tensor) -> dict[str, Tensor]:
+  """name -> Tensor on the DISK device (lazy: bytes are read when a tensor is copied, e.g. by load_state_dict or .to());
+  from a tensor of the bytes, views of that tensor's memory."""
+  base, path = _safetensors_bytes(path)
+  n, header = _safe_header(base, path)
+  size, data_start = base.nbytes, 8 + n
   out, spans = {}, []
   for k, info in header.items():
     if k == "__metadata__": continue

@@ -32,8 +32,9 @@ def window(x: UOp, s: UOp | None = None) -> tuple[Buffer, int, int] | None:
   if x.op is not Ops.SHRINK or len(x.src) != 1 or not x.arg or Capturing.active: return None
   s = x.src[0] if s is None else s
   b = s if s.op is Ops.BUFFER else s.src[0] if s.op is Ops.RESHAPE and s.src[0].op is Ops.BUFFER else None
-  if b is None or (buf := buffer_of(b)) is None or b.dtype != buf.dtype or b.arg[1] != buf.size or buf.device.startswith("DISK") or \
-     not hasattr(Device[buf.device].allocator, "offset") or any(b == e for b, e in x.arg):
+  # (a reshape with symbolic sizes lays the buffer out by their values, which a window's strides cannot follow)
+  if b is None or s.vshape is not s.shape or (buf := buffer_of(b)) is None or b.dtype != buf.dtype or b.arg[1] != buf.size or \
+     buf.device.startswith("DISK") or not hasattr(Device[buf.device].allocator, "offset") or any(b == e for b, e in x.arg):
     return None
   start, span, stride = 0, 1, 1
   for (lo, hi), n in zip(reversed(x.arg), reversed(s.shape)):
@@ -100,7 +101,7 @@ def build_kernel(u: UOp, out: UOp, out_view: dict[UOp, UOp]) -> tuple[ScheduleIt
     if bv is not None and src.device != u.device:
       return ScheduleItem(UOp(Ops.SINK, dtypes.void, (UOp(Ops.COPY, u.dtype, (), (src.device, u.device)),)), (buffer_of(out), buffer_of(bv)), u.device), ()
   k = _Kernel(u, out, out_view)
-  for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: x is not u and (x in out_view or x.op is Ops.BUFFER or window(x) is not None)):
+  for x in (u.src[0] if u.op in (Ops.CONTIGUOUS, Ops.COPY) else u).toposort(lambda x: (x is not u and (x in out_view or x.op is Ops.BUFFER)) or window(x) is not None):
     k.convert(x)
   bufs, var_vals, index = k.bufs, k.var_vals, k.index
   g0 = UOp(Ops.DEFINE_GLOBAL, u.dtype.ptr(u.size), (), 0)

@@ -6,6 +6,7 @@ Functions here never name the Tensor class: one that makes a tensor is given one
 from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, TypeGuard
+from fusegrad.device import canonicalize
 from fusegrad.dtype import DType, dtypes
 from fusegrad.uop.ops import Ops, UOp, check_numel, checked_dtype, norm_axis, promote_types  # noqa: F401  (promote_types: re-exported)
 
@@ -19,6 +20,10 @@ class TensorMixin:
   a Tensor without importing tensor.py, which imports the mixins."""
 
 def is_tensor(x: Any) -> TypeGuard[Tensor]: return isinstance(x, TensorMixin)
+
+def value_device(device: str) -> str:
+  """Where a value for a tensor on `device` is made: a file (DISK) computes nothing, so on the default device."""
+  return canonicalize(None) if device.startswith("DISK") else device
 
 # ---------------- argument checks (the ones OpBuilder shares live in uop/ops.py, under the names used here)
 _checked_dtype, _check_numel, _norm_axis = checked_dtype, check_numel, norm_axis

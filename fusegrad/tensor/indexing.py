@@ -14,7 +14,7 @@ from fusegrad.dtype import DType, dtypes, to_dtype
 from fusegrad.helpers import TensorError, flatten, prod
 from fusegrad.uop.ops import Ops, UOp, _movement, broadcast_shape
 from fusegrad.tensor.elementwise import _fmath
-from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange, _from_last, _norm, _norm_axis, _note_view, _pad_dim, _pick, _to_last
+from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, value_device, _arange, _from_last, _norm, _norm_axis, _note_view, _pad_dim, _pick, _to_last
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
@@ -254,7 +254,7 @@ def _box(x: Tensor, indices) -> tuple[dict[int, int], tuple[int, ...], tuple[int
 def _value_tensor(x: Tensor, value) -> Tensor:
   """A setitem value as a tensor of x's dtype."""
   T = type(x)
-  return (value if isinstance(value, T) else T(value, device=x.device, dtype=x.dtype)).cast(x.dtype)
+  return (value if isinstance(value, T) else T(value, device=value_device(x.device), dtype=x.dtype)).cast(x.dtype)
 
 def _fit_value(v: Tensor, shape: tuple[int, ...]) -> Tensor:
   """A setitem value broadcast to the indexed shape (leading size-1 dims beyond it are dropped, as torch does)."""
@@ -378,6 +378,10 @@ class IndexingMixin(TensorMixin):
     rebound to the new value instead."""
     if self.requires_grad and not type(self).no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
+    if self.device.startswith("DISK"):  # a file: the indexed range's bytes are written to it now
+      view = self[indices]
+      view._write_file(_fit_value(_value_tensor(view, value), view.shape))
+      return
     if (sym := _symbolic_slice(self, indices)) is not None: return self._write_slice(*sym, value)
     if (box := _box(self, indices)) is not None:
       starts, sizes, final = box

@@ -14,7 +14,7 @@ from fusegrad import buffers
 from fusegrad.schedule import create_schedule
 from fusegrad.engine.realize import run_schedule
 from fusegrad.engine import realize as _realize
-from fusegrad.tensor.common import _checked_dtype, _held_buffer, _norm_axis, _note_view, _viewed_buffers
+from fusegrad.tensor.common import _checked_dtype, _held_buffer, _norm_axis, _note_view, _viewed_buffers, value_device
 from fusegrad.tensor.creation import CreationMixin
 from fusegrad.tensor.movement import MovementMixin
 from fusegrad.tensor.elementwise import ElementwiseMixin
@@ -264,9 +264,13 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
 
   # ---------------- assign and in-place writes (setitem, `x += y`) through views
   def assign(self, x: Any) -> Tensor:
-    """Give this tensor the value of x (same shape and dtype); the tensor object keeps its identity."""
-    if not isinstance(x, Tensor): x = Tensor.full(self.shape, x, dtype=self.dtype, device=self.device)
+    """Give this tensor the value of x (same shape; a number fills it, lists and arrays become tensors of self's dtype);
+    the tensor object keeps its identity. Into a file (DISK) tensor, x's bytes are written to the file (_write_file)."""
+    if not isinstance(x, Tensor):
+      number = isinstance(x, (bool, int, float)) or (hasattr(x, "item") and getattr(x, "ndim", 1) == 0)
+      x = Tensor.full(self.shape, x, dtype=self.dtype, device=value_device(self.device)) if number else Tensor(x, device=value_device(self.device), dtype=self.dtype)
     if x.shape != self.shape: raise TensorError(f"assign: shape {x.shape} does not match {self.shape}")
+    if self.device.startswith("DISK"): return self._write_file(x)
     if x.device != self.device: raise TensorError(f"assign: device {x.device} does not match {self.device}")
     if (sym := getattr(self, "_symbolic_view", None)) is not None:  # x[:, pos:pos+n].assign(v) writes into x
       base, d, start, n = sym
@@ -279,6 +283,17 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     # equal constants are one node: a tensor assigned one gets a node of its own (two parameters must not share a gradient)
     if self.uop.base.op is Ops.CONST: self.uop = UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))
     _pending_assigns[id(self)] = weakref.ref(self)
+    return self
+  def _write_file(self, x: Tensor) -> Tensor:
+    """Write x's values now into the byte range of the file that self, a DISK tensor, is (tinygrad's safe_save writes a
+    file so: bitcast views of an empty DISK tensor, assigned), and forget results computed from the file before."""
+    if (view := buffers.buffer_view(self.uop)) is None:
+      raise TensorError(f"assign into {self.device}: the target must be one contiguous byte range of the file (whole rows, or "
+                        f"part of one row, of a step-1 slice); copy the data into such a range instead")
+    if x.device.startswith("DISK"):  # bytes of a file; a copy to a file not made yet is its source's values
+      x = Tensor(x.uop.src[0]) if x.uop.op is Ops.COPY else x.to(value_device(x.device))
+    buffers.buffer_of(view).copyin(x.cast(self.dtype).contiguous()._buffer().as_memoryview())
+    buffers.invalidate_device(self.device)
     return self
   def replace(self, x: Tensor) -> Tensor:
     if x.shape != self.shape: raise TensorError(f"replace: shape {x.shape} does not match {self.shape}")

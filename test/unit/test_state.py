@@ -289,6 +289,54 @@ def test_disk_device_reads_writes_and_refuses_compute(tmp_path):
   assert np.frombuffer((tmp_path / "new.bin").read_bytes(), np.float32).tolist() == [1.5, -2.0]
   assert out.tolist() == [1.5, -2.0]
 
+def test_assign_and_setitem_write_a_file_tensor(tmp_path):
+  """tinygrad's safe_save writes a file so: views of an empty DISK tensor, bitcast and assigned CPU values or lists."""
+  p = tmp_path / "out.bin"
+  t = Tensor.empty(32, dtype=dtypes.uint8, device=f"disk:{p}")
+  t[0:8].bitcast(dtypes.int64).assign([5])
+  t[8:12].assign(list(b"abcd"))
+  t[12:24].bitcast(dtypes.float32).assign(Tensor([1.5, -2.0, 3.0], device=DEV))
+  t[24:32] = 7
+  t[30:32] = Tensor([1, 2], dtype=dtypes.uint8, device=DEV)
+  t[26:28].assign(Tensor([3, 3], dtype=dtypes.uint8, device=DEV).to(t.device))  # a copy to the file: into its range only
+  data = p.read_bytes()
+  assert struct.unpack("<q", data[:8]) == (5,) and data[8:12] == b"abcd"
+  assert np.frombuffer(data[12:24], np.float32).tolist() == [1.5, -2.0, 3.0] and list(data[24:32]) == [7, 7, 3, 3, 7, 7, 1, 2]
+  assert t[12:24].bitcast(dtypes.float32).tolist() == [1.5, -2.0, 3.0]  # and reads see the writes
+  before = t[0:4].to(DEV).realize()
+  t[0:4].assign(Tensor([9, 9, 9, 9], dtype=dtypes.uint8, device=DEV))
+  assert before.tolist() == [5, 0, 0, 0] and t[0:4].to(DEV).tolist() == [9, 9, 9, 9]
+  with pytest.raises(Exception, match="contiguous byte range"): t.reshape(4, 8)[1:3, 0:2].assign(Tensor.zeros(2, 2, dtype=dtypes.uint8, device=DEV))
+  with pytest.raises(Exception, match="shape"): t[0:4].assign(Tensor.zeros(3, dtype=dtypes.uint8, device=DEV))
+
+def test_tinygrads_safe_save_writes_a_file_we_and_safetensors_read(tmp_path):
+  """tinygrad's safe_save, written against our API: an empty DISK tensor, its header written through bitcast views, then
+  each tensor assigned into the views safe_load(that tensor) gives."""
+  tensors = {"a": Tensor([[1.0, 2.0], [3.0, 4.0]], device=DEV), "b": Tensor([5, -6, 7], dtype=dtypes.int32, device=DEV)}
+  header, offset = {}, 0
+  for k, v in tensors.items():
+    header[k] = {"dtype": {dtypes.float32: "F32", dtypes.int32: "I32"}[v.dtype], "shape": list(v.shape), "data_offsets": [offset, offset + v.nbytes()]}
+    offset += v.nbytes()
+  j = json.dumps(header, separators=(",", ":"))
+  j += " " * (-len(j) % 8)
+  t = Tensor.empty(8 + len(j) + offset, dtype=dtypes.uint8, device=f"disk:{tmp_path / 'm.safetensors'}")
+  t[0:8].bitcast(dtypes.int64).assign([len(j)])
+  t[8:8 + len(j)].assign(list(j.encode("utf-8")))
+  for k, v in safe_load(t).items(): v.assign(tensors[k])
+  for src in (tmp_path / "m.safetensors", Tensor((tmp_path / "m.safetensors").read_bytes(), device=DEV)):  # a file, and bytes in memory
+    out = safe_load(src)
+    assert out["a"].tolist() == [[1.0, 2.0], [3.0, 4.0]] and out["b"].tolist() == [5, -6, 7] and out["b"].dtype == dtypes.int32
+  with pytest.raises(ValueError, match="uint8 tensor"): safe_load(Tensor([1.0], device=DEV))
+
+def test_assign_takes_lists_and_arrays():
+  x = Tensor.zeros(2, 3, device=DEV).contiguous().realize()
+  x.assign([[1, 2, 3], [4, 5, 6]])
+  assert x.tolist() == [[1, 2, 3], [4, 5, 6]]
+  x.assign(np.full((2, 3), 0.5, np.float32))
+  assert x.tolist() == [[0.5] * 3] * 2
+  x.assign(2)
+  assert x.tolist() == [[2.0] * 3] * 2
+
 def test_disk_byte_range_views(tmp_path):
   """buffer_view of a DISK slice that is one contiguous byte range is a view of those bytes: copying it reads only them."""
   p = tmp_path / "raw.bin"
