@@ -22,6 +22,10 @@ def new_buffer_uop(device: str, size: int, dtype: DType, buf: Buffer | None = No
   u.__dict__[_BUFFER] = buf if buf is not None else Buffer(device, size, dtype)
   return u
 
+def view_uop(base: Buffer, byte_offset: int, size: int, dtype: DType) -> UOp:
+  """A new BUFFER uop naming `size` elements of `dtype` at `byte_offset` into base (a BufferView: base's memory)."""
+  return new_buffer_uop(base.device, size, dtype, BufferView(base, byte_offset, size, dtype))
+
 def buffer_of(u: UOp) -> Buffer | None:
   """The Buffer a BUFFER uop names (None for any other uop)."""
   return u.__dict__.get(_BUFFER)
@@ -98,5 +102,5 @@ def _disk_view(u: UOp) -> UOp | None:
       if (start := _contiguous_start(shape, y.arg)) is None: return None
       offset += start
     shape = y.shape
-  view = _disk_views[u] = new_buffer_uop(u.device, u.size, u.dtype, BufferView(base, offset * x.dtype.itemsize, u.size, u.dtype))
+  view = _disk_views[u] = view_uop(base, offset * x.dtype.itemsize, u.size, u.dtype)
   return view

@@ -12,7 +12,7 @@ import os, re, struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from fusegrad import buffers
-from fusegrad.device import Buffer, BufferView, canonicalize
+from fusegrad.device import Buffer, canonicalize
 from fusegrad.dtype import DType, dtypes
 from fusegrad.helpers import prod
 from fusegrad.tensor import Tensor
@@ -90,7 +90,7 @@ class _FileSource(_Source):
     if offset % dtype.itemsize: return None  # a DISK read of a typed view wants whole elements; the caller bitcasts bytes
     self.map()
     assert self._base is not None
-    return Tensor(buffers.new_buffer_uop(self._base.device, n, dtype, BufferView(self._base, offset, n, dtype)))
+    return Tensor(buffers.view_uop(self._base, offset, n, dtype))
 
 class _TensorSource(_Source):
   def __init__(self, t: Tensor):

@@ -9,7 +9,7 @@
 from __future__ import annotations
 import collections, io, itertools, json, os, pickle, struct, types, zipfile
 from typing import Any
-from fusegrad.device import Buffer, BufferView, Device
+from fusegrad.device import Buffer, Device
 from fusegrad.dtype import DType, dtypes
 from fusegrad.helpers import prod
 from fusegrad.tensor import Tensor
@@ -82,7 +82,7 @@ def _tensor_bytes(t: Tensor) -> memoryview:
 def _file_tensor(base: Buffer, offset: int, dtype: DType, shape: tuple[int, ...]) -> Tensor:
   """A lazy tensor on base's (DISK) device: `shape` elements of `dtype` starting `offset` bytes into base."""
   n = prod(shape)
-  u = buffers.new_buffer_uop(base.device, n, dtype, BufferView(base, offset, n, dtype))
+  u = buffers.view_uop(base, offset, n, dtype)
   return Tensor(u).reshape(shape)
 
 def _disk_base(path: str) -> Buffer:

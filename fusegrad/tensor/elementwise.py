@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 from fusegrad import buffers
-from fusegrad.device import BufferView
 from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, category
 from fusegrad.gradient import with_derivative, with_gradient
 from fusegrad.helpers import TensorError
@@ -114,8 +113,7 @@ class ElementwiseMixin(TensorMixin):
       raise TensorError(f"bitcast {self.dtype} -> {dt}: the last dim of {self.shape} must hold whole {dt} elements")
     shape = self.shape[:-1] + (self.shape[-1] * os_ // ns,)
     if self.device.startswith("DISK") and (view := buffers.buffer_view(self.uop)) is not None:  # a file's bytes: a view of them
-      bytes_ = buffers.buffer_of(view)
-      return type(self)(buffers.new_buffer_uop(self.device, bytes_.nbytes // ns, dt, BufferView(bytes_, 0, bytes_.nbytes // ns, dt))).reshape(shape)
+      return type(self)(buffers.view_uop(bytes_ := buffers.buffer_of(view), 0, bytes_.nbytes // ns, dt)).reshape(shape)
     uint = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
     x = self.bitcast(uint[os_]) if self.dtype != dtypes.bool else self.cast(dtypes.uint8)
     if ns > os_:

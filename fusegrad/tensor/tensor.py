@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools, pathlib, struct, sys, threading, weakref
 from typing import Any
 from fusegrad.dtype import DType, dtypes, to_dtype, truncate, bf16_to_float
-from fusegrad.device import Buffer, BufferView, canonicalize
+from fusegrad.device import Buffer, canonicalize
 from fusegrad.helpers import KeyRef, TensorError, argsort, prod, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, sym_value
 from fusegrad import buffers
@@ -193,8 +193,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       if not data.is_file(): raise FileNotFoundError(f"Tensor(Path): no file at {data}")
       buf, dtype = Buffer(f"DISK:{data.resolve()}", data.stat().st_size, dtypes.uint8).ensure_allocated(), dtype or dtypes.uint8
       if buf.size % dtype.itemsize: raise TensorError(f"Tensor(Path): {data} has {buf.size} bytes, not a whole number of {dtype} elements")
-      view = BufferView(buf, 0, buf.size // dtype.itemsize, dtype) if dtype != dtypes.uint8 else buf
-      self.uop = buffers.new_buffer_uop(buf.device, view.size, dtype, view)
+      self.uop = buffers.view_uop(buf, 0, buf.size // dtype.itemsize, dtype) if dtype != dtypes.uint8 else buffers.new_buffer_uop(buf.device, buf.size, dtype, buf)
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
     self._register()
     # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient
