@@ -5,12 +5,13 @@ functions composed from them (atan, asinh, logaddexp, copysign, isclose ...).
 Tensor inherits ElementwiseMixin."""
 from __future__ import annotations
 import math
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from fusegrad import buffers
-from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, category
-from fusegrad.gradient import with_derivative, with_gradient
+from fusegrad.dtype import FLOATS, DType, dtypes, result_dtype, to_dtype, category
+from fusegrad.gradient import with_derivative
 from fusegrad.helpers import TensorError
-from fusegrad.uop.ops import Ops, UOp
+from fusegrad.uop.ops import DERIVATIVE, Ops, UOp, _elementwise
 from fusegrad.tensor.common import TensorMixin, is_tensor, _shrink_dim
 
 if TYPE_CHECKING:
@@ -55,6 +56,13 @@ def _atan(x: Tensor) -> Tensor:
 def _signbit(x: Tensor) -> Tensor:
   """True for negative values including -0.0 (1/-0.0 is -inf)."""
   return (x < 0) | ((x == 0) & ((1 / (x == 0).where(x, 1)) < 0))
+
+_FLOAT_DTYPES = frozenset(FLOATS)
+
+def _clamp_vjp(lo, hi, g: UOp, x: UOp, needs) -> tuple:
+  """torch.clamp's gradient for constant bounds: g where lo <= x <= hi (bounds included), none elsewhere."""
+  inside = x >= lo if hi is None else x <= hi if lo is None else (x >= lo) & (x <= hi)
+  return (inside.where(g, 0),)
 
 class ElementwiseMixin(TensorMixin):
   # ---------------- building blocks: the nodes come from UOp's builders (OpBuilder, uop/ops.py), which the derivative
@@ -199,19 +207,22 @@ class ElementwiseMixin(TensorMixin):
       # constant bounds: torch.clamp's value, x < lo ? lo : x (NaN and -0.0 pass through), then the same against hi, and
       # its gradient, x's where lo <= x <= hi. Built with where, not maximum/minimum: x.maximum(lo) builds max(x, lo) too,
       # and that shared node would take this gradient rule in place of maximum's (ties split 0.5/0.5)
-      min_, max_ = (b if b is None else self._operand(b) for b in (min_, max_))  # numpy scalars as numbers
+      if min_ is not None: min_ = self._operand(min_)  # (numpy scalars as numbers)
+      if max_ is not None: max_ = self._operand(max_)
       x = self.uop  # built on nodes, gradient rule included: this runs for every clamp of an eager program
-      if dtypes.is_float(x.dtype) and x.vshape is x.shape:
+      if (dtype := x.dtype) in _FLOAT_DTYPES and x.vshape is (shape := x.shape):
         # a float tensor keeps its dtype: the nodes below, with each bound's constant made once
-        out = x
-        if min_ is not None: out = out.alu(Ops.CMPLT, lo := UOp.tensor_const(min_, x.dtype, x.device, x.shape)).alu(Ops.WHERE, lo, out)
-        if max_ is not None: out = (hi := UOp.tensor_const(max_, x.dtype, x.device, x.shape)).alu(Ops.CMPLT, out).alu(Ops.WHERE, hi, out)
+        out, device = x, x.device
+        if min_ is not None:
+          lo = UOp.tensor_const(min_, dtype, device, shape)
+          out = _elementwise(Ops.WHERE, dtype, (_elementwise(Ops.CMPLT, dtypes.bool, (out, lo), shape, device), lo, out), shape, device)
+        if max_ is not None:
+          hi = UOp.tensor_const(max_, dtype, device, shape)
+          out = _elementwise(Ops.WHERE, dtype, (_elementwise(Ops.CMPLT, dtypes.bool, (hi, out), shape, device), hi, out), shape, device)
       else:
         out = x if min_ is None else (x < min_).where(min_, x)
         if max_ is not None: out = (out > max_).where(max_, out)
-      if dtypes.is_float(out.dtype):
-        inside = lambda x: (x >= min_ if max_ is None else x <= max_ if min_ is None else (x >= min_) & (x <= max_))  # noqa: E731
-        with_gradient(out, x, lambda g, x: inside(x).where(g, 0))
+      if out.dtype in _FLOAT_DTYPES: out.__dict__[DERIVATIVE] = ((x,), partial(_clamp_vjp, min_, max_))
       return type(self)(out)
     ref = self if min_ is None else self.maximum(min_)
     ref = ref if max_ is None else ref.minimum(max_)  # the value (NaN stays NaN), in the promoted dtype and broadcast shape
@@ -226,8 +237,10 @@ class ElementwiseMixin(TensorMixin):
     return ((x >= lo) & (x <= hi)).where(x, ((x > hi) | ((hi < lo) & (x == x))).where(hi, ((x < lo) & (lo < hi)).where(lo, out)))
   def clamp(self: Tensor, min=None, max=None) -> Tensor: return self.clip(min, max)
   def lerp(self: Tensor, end, weight) -> Tensor: return self + (end - self) * weight
-  def __lt__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__lt__(self._operand(x)))
-  def __gt__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__gt__(self._operand(x)))
+  def __lt__(self: Tensor, x) -> Tensor:
+    return t if (t := self._fast_binary(Ops.CMPLT, x)) is not None else type(self)(self.uop.__lt__(self._operand(x)))
+  def __gt__(self: Tensor, x) -> Tensor:
+    return t if (t := self._fast_binary(Ops.CMPLT, x, True)) is not None else type(self)(self.uop.__gt__(self._operand(x)))
   def __le__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__le__(self._operand(x)))
   def __ge__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__ge__(self._operand(x)))
   def __eq__(self: Tensor, x) -> Tensor: return type(self)(self.uop.eq(self._operand(x)))  # type: ignore[override]
@@ -253,14 +266,19 @@ class ElementwiseMixin(TensorMixin):
   # tinygrad spells the bitwise-not dunder and a few aliases differently; keep both spellings available
   xor = bitwise_xor
   __neg__ = neg
-  def __add__(self: Tensor, x): return self.add(x)
-  def __radd__(self: Tensor, x): return self.add(x)
-  def __sub__(self: Tensor, x): return self.sub(x)
-  def __rsub__(self: Tensor, x): return self.sub(x, reverse=True)
-  def __mul__(self: Tensor, x): return self.mul(x)
-  def __rmul__(self: Tensor, x): return self.mul(x, reverse=True)
-  def __truediv__(self: Tensor, x): return self.div(x)
-  def __rtruediv__(self: Tensor, x): return self.div(x, reverse=True)
+  def _fast_binary(self: Tensor, op: Ops, x, reverse: bool = False) -> Tensor | None:
+    """self op x through OpBuilder._fast_alu when x is a Python number or a tensor of self's class (eager code's commonest
+    operands), else None."""
+    if type(x) is type(self): x = x._uop
+    return None if (u := self._uop._fast_alu(op, x, reverse)) is None else type(self)(u)
+  def __add__(self: Tensor, x): return t if (t := self._fast_binary(Ops.ADD, x)) is not None else self.add(x)
+  def __radd__(self: Tensor, x): return t if (t := self._fast_binary(Ops.ADD, x)) is not None else self.add(x)
+  def __sub__(self: Tensor, x): return t if (t := self._fast_binary(Ops.SUB, x)) is not None else self.sub(x)
+  def __rsub__(self: Tensor, x): return t if (t := self._fast_binary(Ops.SUB, x, True)) is not None else self.sub(x, reverse=True)
+  def __mul__(self: Tensor, x): return t if (t := self._fast_binary(Ops.MUL, x)) is not None else self.mul(x)
+  def __rmul__(self: Tensor, x): return t if (t := self._fast_binary(Ops.MUL, x, True)) is not None else self.mul(x, reverse=True)
+  def __truediv__(self: Tensor, x): return t if (t := self._fast_binary(Ops.FDIV, x)) is not None else self.div(x)
+  def __rtruediv__(self: Tensor, x): return t if (t := self._fast_binary(Ops.FDIV, x, True)) is not None else self.div(x, reverse=True)
   def __floordiv__(self: Tensor, x): return self.idiv(x)
   def __rfloordiv__(self: Tensor, x): return self.idiv(x, reverse=True)
   def __mod__(self: Tensor, x): return self.mod(x)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import math, struct
 from enum import Enum, auto
 from typing import Any, Callable
-from fusegrad.dtype import DType, dtypes, category, least_upper_dtype, result_dtype, truncate
+from fusegrad.dtype import FLOATS, DType, dtypes, category, least_upper_dtype, result_dtype, truncate
 from fusegrad.helpers import KeyRef, TensorError, WeakValueCache, cached_property, prod
 
 class Ops(Enum):
@@ -168,6 +168,15 @@ def _known_facts(u: UOp) -> None:
   d["shape"] = d["vshape"] = shape
   d["device"], d["tensor_level"] = device, True
 
+def _elementwise(op: Ops, dtype: DType, src: tuple, shape: tuple, device: str | None) -> UOp:
+  """A tensor-level elementwise node whose sources are known to be concrete, of `shape` and on `device`: alu and
+  _known_facts in one call, for the builders every eager op runs."""
+  u = UOp(op, dtype, src)
+  if "shape" not in (d := u.__dict__):
+    d["shape"] = d["vshape"] = shape
+    d["device"], d["tensor_level"] = device, True
+  return u
+
 def _movement(op: Ops, x: UOp, shape: tuple[int, ...], arg: Any = None) -> UOp:
   """A movement op (or a REDUCE_AXIS) of a node without symbolic dims to `shape` (arg: RESHAPE and EXPAND's is the
   shape), with its facts set now (as _known_facts does)."""
@@ -290,6 +299,8 @@ def _relu_vjp(g: UOp, x: UOp, needs: tuple) -> tuple: return (((x < 0) | x.eq(0)
 # call after call, and rebuilding the CONST -> RESHAPE -> EXPAND chain each time was over half the cost of such an op
 CONSTS_KEPT = 1024
 _consts: dict = {}
+_FLOAT_DTYPES, _SCALARS = frozenset(FLOATS), frozenset((int, float))
+_pack_double = struct.Struct("d").pack
 _device_nodes: dict = {}  # DEVICE nodes, kept for good (there are only a few devices): every constant needs one
 
 class OpBuilder:
@@ -307,7 +318,8 @@ class OpBuilder:
     # the same scalars recur op after op: one memo lookup instead of three node lookups and a truncate
     # keyed on the value's type and the value, except where equal values differ (0.0 and -0.0) or a value is not equal
     # to itself (NaN): those key on the exact bits
-    key = (type(value), value, dtype, device, shape) if value and value == value else (_arg_key(value), dtype, device, shape)
+    if value and value == value: key = (type(value), value, dtype, device, shape)
+    else: key = ((float, _pack_double(value)) if type(value) is float else _arg_key(value), dtype, device, shape)
     if (c := _consts.get(key)) is None:
       c = UOp(Ops.CONST, dtype, (UOp.device_node(device),), truncate(dtype, value))
       # its facts set now, as _movement's: derived lazily they were over half the cost of `x * 1.01` (23.5 -> 10.4 us)
@@ -318,6 +330,23 @@ class OpBuilder:
       if len(_consts) >= CONSTS_KEPT: del _consts[next(iter(_consts))]  # the oldest
       _consts[key] = c
     return c
+  def _fast_alu(self, op: Ops, x, reverse: bool = False):
+    """self op x (x op self if reverse), an arithmetic op or a comparison, for the commonest operands of eager code: self
+    a float node of concrete shape and x a Python int or float, or a node of self's shape, dtype and device. The node
+    that _broadcasted and alu build, in one call; None for other operands (or nodes without their facts set yet): the
+    caller takes the general path."""
+    d = self.__dict__
+    if (shape := d.get("shape")) is None or d.get("vshape") is not shape or not d.get("tensor_level") or (dtype := self.dtype) not in _FLOAT_DTYPES: return None
+    device = d["device"]
+    if type(x) is UOp:
+      xd = x.__dict__
+      if x.dtype is not dtype or (xs := xd.get("shape")) != shape or xd.get("vshape") is not xs or not xd.get("tensor_level") or xd["device"] != device: return None
+    elif type(x) in _SCALARS:
+      # (tensor_const's memo lookup, inlined)
+      if not (x and x == x) or (c := _consts.get((type(x), x, dtype, device, shape))) is None: c = UOp.tensor_const(x, dtype, device, shape)
+      x = c
+    else: return None
+    return _elementwise(op, dtypes.bool if op in GroupOp.Comparison else dtype, (x, self) if reverse else (self, x), shape, device)
   def const_like(self, value: Any, dtype: DType | None = None):
     """value as a constant (of self's dtype unless given) that combines with self: of its shape and device at tensor level,
     a bare CONST in a kernel."""
@@ -497,9 +526,10 @@ class OpBuilder:
     # x <= 0 (and all of it at NaN), is the node's own rule: the where's would pass it at 0. A float compares against
     # -0.0, the same test: clamp(min=0) builds where(x < 0.0, 0.0, x) with its own rule (all of the gradient at 0), and
     # one node for both would give both one rule
-    zero = UOp.tensor_const(0, self.dtype, self.device, self.shape)
-    below = UOp.tensor_const(-0.0, self.dtype, self.device, self.shape) if dtypes.is_float(self.dtype) else zero
-    y = self.alu(Ops.CMPLT, below).alu(Ops.WHERE, zero, self)
+    dtype, device, shape = self.dtype, self.device, self.shape
+    zero = UOp.tensor_const(0, dtype, device, shape)
+    below = UOp.tensor_const(-0.0, dtype, device, shape) if dtype in _FLOAT_DTYPES else zero
+    y = _elementwise(Ops.WHERE, dtype, (_elementwise(Ops.CMPLT, dtypes.bool, (self, below), shape, device), zero, self), shape, device)
     y.__dict__[DERIVATIVE] = ((self,), _relu_vjp)
     return y
   def sign(self):
