@@ -160,6 +160,9 @@ class ContextVar:
 DEBUG, NOOPT, SPEC = ContextVar("DEBUG", 0), ContextVar("NOOPT", 0), ContextVar("SPEC", 0)
 BEAM, JIT, CACHELEVEL = ContextVar("BEAM", 0), ContextVar("JIT", 1), ContextVar("CACHELEVEL", 2)
 TRAINING = ContextVar("TRAINING", 0)
+# tinygrad's switches for Winograd convolutions and image dtypes, accepted so programs that set them run; fusegrad picks
+# its convolution algorithm itself (docs/performance.md) and has no image dtypes
+WINO, IMAGE = ContextVar("WINO", 0), ContextVar("IMAGE", 0)
 
 @dataclass(frozen=True)
 class Target:
@@ -230,6 +233,38 @@ def cache_dir() -> str:
   path = os.path.join(base, "fusegrad")
   os.makedirs(path, exist_ok=True)
   return path
+
+def _cache_db(table: str):
+  """The sqlite table `table` (key TEXT, value BLOB) of the disk cache, in cache_dir()."""
+  import sqlite3
+  db = sqlite3.connect(os.path.join(cache_dir(), "cache.db"), timeout=30)
+  if not re.fullmatch(r"\w+", table): raise ValueError(f"disk cache table names are letters, digits and _, got {table!r}")
+  db.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value BLOB)")
+  return db
+def _cache_key(key: Any) -> str: return repr(sorted(key.items())) if isinstance(key, dict) else str(key)
+def diskcache_get(table: str, key: Any) -> Any:
+  """tinygrad's disk cache: the value stored under key in table (key a str or a dict), None if absent or CACHELEVEL=0."""
+  if CACHELEVEL.value == 0: return None
+  import pickle
+  with contextlib.closing(_cache_db(table)) as db:
+    row = db.execute(f"SELECT value FROM {table} WHERE key = ?", (_cache_key(key),)).fetchone()
+  return None if row is None else pickle.loads(row[0])
+def diskcache_put(table: str, key: Any, value: Any) -> Any:
+  """Store value (pickled) under key in table, replacing what was there; returns value. Nothing with CACHELEVEL=0."""
+  if CACHELEVEL.value == 0: return value
+  import pickle
+  with contextlib.closing(_cache_db(table)) as db, db:
+    db.execute(f"INSERT OR REPLACE INTO {table} (key, value) VALUES (?, ?)", (_cache_key(key), pickle.dumps(value)))
+  return value
+
+def cpu_time_execution(cb: Callable[[], Any], enable: bool) -> float | None:
+  """Run cb; with enable, return the seconds it took (tinygrad's timing helper for CPU runtimes)."""
+  st = time.perf_counter()
+  cb()
+  return time.perf_counter() - st if enable else None
+def to_function_name(s: str) -> str:
+  """s (a kernel's display name, maybe colored) as a C identifier: other characters become their hex code."""
+  return "".join(c if c.isascii() and (c.isalnum() or c == "_") else f"{ord(c):02X}" for c in ansistrip(s))
 
 _COLORS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
 def colored(s: Any, color: str | None, background: bool = False) -> str:

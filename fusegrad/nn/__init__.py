@@ -213,3 +213,10 @@ __all__ = ["Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTrans
            "LSTMCell"]
 
 from fusegrad.nn import optim, state  # noqa: E402, F401  (tinygrad exposes these as attributes of nn)
+
+def __getattr__(name: str):
+  # nn.datasets too, imported on first use (as `from fusegrad.nn.datasets import mnist` does)
+  if name == "datasets":
+    import importlib
+    return importlib.import_module("fusegrad.nn.datasets")
+  raise AttributeError(f"module 'fusegrad.nn' has no attribute {name!r}")

@@ -155,6 +155,7 @@ class CreationMixin(TensorMixin):
     s = cls._shape_arg(shape)
     bound = (6 / (s[0] + prod(s[1:]))) ** 0.5
     return cls.uniform(*s, low=-bound, high=bound, **kwargs)
+  xavier_uniform = glorot_uniform  # (torch's name for it)
   @classmethod
   def kaiming_uniform(cls: type[Tensor], *shape, a: float = 0.01, **kwargs) -> Tensor:
     s = cls._shape_arg(shape)

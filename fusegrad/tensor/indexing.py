@@ -408,14 +408,18 @@ class IndexingMixin(TensorMixin):
     sizes = [v.shape[d] for d in dims]
     bshape = broadcast_shape(*[t.shape for _, t in ix.adv])
     idt = IDX if prod(sizes) < 2**31 else dtypes.int64
-    flat, stride = None, 1
+    flat, inside, stride = None, None, 1
     for (d, t), n in zip(reversed(ix.adv), reversed(sizes)):
       t = t.cast(idt)
+      ok = (t >= -n) & (t < n)
+      inside = ok if inside is None else inside & ok
       t = (t < 0).where(t + n, t)
       term = t * stride if stride != 1 else t
       flat = term if flat is None else flat + term
       stride *= n
-    flat = flat._broadcast_to(bshape)
+    # an index out of [-n, n) reads 0, as gather does past the end (it would reach another element of the flat
+    # positions, or wrap twice)
+    flat = inside.where(flat, stride)._broadcast_to(bshape)
     rest = [i for i in range(v.ndim) if i not in dims]
     xv = v.permute(dims + rest).reshape((prod(sizes),) + tuple(v.shape[i] for i in rest))
     out = xv._index_tensor(0, flat)
@@ -433,7 +437,9 @@ class IndexingMixin(TensorMixin):
       v = _fit_value(v, tuple(ix.final))
       mask = _basic_unview(T.ones(tuple(ix.final), dtype=dtypes.bool, device=self.device), self.shape, ix)
       return mask.where(_basic_unview(v, self.shape, ix), self)
-    pos = _arange(self.numel(), self).reshape(self.shape)._getitem(indices)
+    # 1 + each indexed position, 0 where an index is out of range: those write nothing (scatter drops numel)
+    pos = (_arange(self.numel(), self) + 1).reshape(self.shape)._getitem(indices)
+    pos = (pos == 0).where(self.numel(), pos - 1)
     v = _fit_value(v, pos.shape)
     return self.flatten().scatter(0, pos.flatten(), v.flatten()).reshape(self.shape)
 
@@ -444,6 +450,7 @@ class IndexingMixin(TensorMixin):
     if not is_tensor(index): index = type(self)(index, device=self.device)
     d = _norm_axis(dim, self.ndim)
     if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    if not self.ndim and not index.ndim: return self.reshape(1).gather(0, index.reshape(1)).reshape(())  # (torch: dim 0 or -1)
     if index.ndim != self.ndim or any(i > s for k, (i, s) in enumerate(zip(index.shape, self.shape)) if k != d):
       raise TensorError(f"gather: index shape {index.shape} must have {self.ndim} dims and fit in {self.shape} outside dim {d}")
     x = self.shrink(tuple((0, i) if k != d else None for k, i in enumerate(index.shape)))
@@ -563,6 +570,9 @@ class IndexingMixin(TensorMixin):
       if isinstance(src, T): raise TypeError("scatter(): pass a tensor as src, not value")
       d = _norm(dim, max(self.ndim, 1))
       src = T.full(index.shape if isinstance(index, T) else T(index).shape, src, dtype=self.dtype, device=self.device)
+    if not self.ndim and is_tensor(index) and not index.ndim:  # a 0-d tensor's dim 0 or -1 (as torch): its one element
+      _norm_axis(dim, 0)
+      return self.reshape(1).scatter(0, index.reshape(1), src.reshape(1), reduce=reduce).reshape(())
     if reduce is not None:
       if reduce not in ("add", "multiply"): raise TensorError(f"scatter(): reduce must be 'add' or 'multiply', got {reduce!r}")
       return self.scatter_reduce(dim, index, src, "sum" if reduce == "add" else "prod")

@@ -5,7 +5,7 @@ Tensor inherits MovementMixin. A movement op never copies: the scheduler turns e
 from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Sequence
-from fusegrad.dtype import DType, dtypes, least_upper_dtype
+from fusegrad.dtype import DType, dtypes, least_upper_dtype, truncate
 from fusegrad.helpers import TensorError, flatten, prod
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange, _norm, _norm_axis, _note_view, _shrink_dim, _to_last
@@ -65,10 +65,19 @@ class MovementMixin(TensorMixin):
   def view(self: Tensor, *shape) -> Tensor: return self.reshape(*shape) if shape and not isinstance(shape[0], DType) else self.bitcast(shape[0])
   def expand(self: Tensor, shape, *args) -> Tensor: return self._moved(self.uop.expand(shape, *args))
   def permute(self: Tensor, order, *args) -> Tensor: return self._moved(self.uop.permute(order, *args))
-  def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor: return self._moved(self.uop.transpose(dim0, dim1))
+  # a 0-d tensor takes dim 0 or -1 (as torch) and is its own transpose and flip
+  def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor:
+    if not self.ndim:
+      _norm_axis(dim0, 0), _norm_axis(dim1, 0)  # (each must be 0 or -1)
+      return self
+    return self._moved(self.uop.transpose(dim0, dim1))
   def flip(self: Tensor, axis=None, *args, dims=None) -> Tensor:
     if (axis is None) == (dims is None): raise TypeError("flip() takes the axes to flip, as `axis` (tinygrad) or `dims=` (torch), once")
-    return self._moved(self.uop.flip(axis if dims is None else dims, *args))
+    axis = axis if dims is None else dims
+    if not self.ndim:
+      self.uop._axes(axis if not args else (axis, *args))  # (each must be 0 or -1)
+      return self
+    return self._moved(self.uop.flip(axis, *args))
   def shrink(self: Tensor, arg: Sequence[tuple[int, int] | None]) -> Tensor:
     if any(a is not None and isinstance(a[0], UOp) for a in arg):  # (pos, pos+n) at a bound Variable: a slice
       return self[tuple(slice(None) if a is None else slice(*a) for a in arg)]
@@ -88,7 +97,7 @@ class MovementMixin(TensorMixin):
     out = self._moved(self.uop.pad(padding))
     if value != 0 and out.uop.op is Ops.PAD and out is not self:  # the padded part is value: a mask of the kept part selects
       mask = type(self).ones(out.uop.src[0].vshape, dtype=dtypes.bool, device=self.device).uop.pad(out.uop.sym_arg)
-      out = type(self)(mask).where(out, value)
+      out = type(self)(mask).where(out, truncate(self.dtype, value))  # the value in the tensor's dtype, as torch's pad
     return out
   def squeeze(self: Tensor, dim: int | None = None) -> Tensor:
     if dim is None: return self.reshape(tuple(s for s in self.shape if s != 1))
@@ -270,6 +279,7 @@ class MovementMixin(TensorMixin):
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(src) != len(dst): raise RuntimeError(f"movedim(): source {src} and destination {dst} must have the same number of dims")
     src, dst = tuple(_norm(s, self.ndim) for s in src), tuple(_norm(d, self.ndim) for d in dst)
+    if not self.ndim: return self  # (dim 0 or -1 of a 0-d tensor, as torch)
     if len(set(src)) != len(src) or len(set(dst)) != len(dst): raise RuntimeError(f"movedim(): repeated dim in source {source} or destination {destination}")
     order = [None] * self.ndim
     for s, d in zip(src, dst): order[d] = s
@@ -278,6 +288,45 @@ class MovementMixin(TensorMixin):
   moveaxis = movedim
   def swapaxes(self: Tensor, axis0: int, axis1: int) -> Tensor: return self.transpose(axis0, axis1)
   swapdims = swapaxes
+  # torch spellings of other ops
+  concat = concatenate = cat
+  def broadcast_to(self: Tensor, shape) -> Tensor: return self.expand(shape)
+  def expand_as(self: Tensor, other: Tensor) -> Tensor: return self.expand(other.shape)
+  def view_as(self: Tensor, other: Tensor) -> Tensor: return self.reshape(other.shape)
+  def select(self: Tensor, dim: int, index: int) -> Tensor:
+    """torch.select: position `index` of dim `dim`, the dim dropped (x.select(1, i) is x[:, i])."""
+    d = _norm(dim, self.ndim)
+    if not -self.shape[d] <= index < self.shape[d]: raise IndexError(f"select(): index {index} is out of range for dim {d} of size {self.shape[d]}")
+    return self[(slice(None),) * d + (index,)]
+  def tensor_split(self: Tensor, indices_or_sections, dim: int = 0) -> list[Tensor]:
+    """torch.tensor_split: k sections (the first n % k one longer) or the pieces between the given indices."""
+    d = _norm(dim, self.ndim)
+    n = self.shape[d]
+    if isinstance(indices_or_sections, int):
+      k = indices_or_sections
+      if k <= 0: raise RuntimeError(f"tensor_split(): number of sections must be positive, got {k}")
+      return self.split([n // k + (i < n % k) for i in range(k)], d)
+    # between the cuts, as Python slices: a cut before the previous one leaves an empty piece
+    cuts = [0, *(min(max(b + n if b < 0 else b, 0), n) for b in indices_or_sections), n]
+    return [_shrink_dim(self, d, lo, max(lo, hi)) for lo, hi in zip(cuts, cuts[1:])]
+  def _split_evenly(self: Tensor, sections, dim: int, name: str) -> list[Tensor]:
+    if isinstance(sections, int) and (sections <= 0 or self.shape[dim] % sections):
+      raise RuntimeError(f"{name}(): dim {dim} of size {self.shape[dim]} does not split into {sections} equal parts")
+    return self.tensor_split(sections, dim)
+  def hsplit(self: Tensor, sections) -> list[Tensor]:
+    if self.ndim == 0: raise RuntimeError("hsplit(): needs a tensor of at least 1 dim")
+    return self._split_evenly(sections, 1 if self.ndim > 1 else 0, "hsplit")
+  def vsplit(self: Tensor, sections) -> list[Tensor]:
+    if self.ndim < 2: raise RuntimeError(f"vsplit(): needs a tensor of at least 2 dims, got {self.shape}")
+    return self._split_evenly(sections, 0, "vsplit")
+  def diff(self: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None, append: Tensor | None = None) -> Tensor:
+    """torch.diff: x[i + 1] - x[i] along dim, n times (bool: x[i + 1] != x[i]), after prepend and append join it."""
+    x = type(self).cat(*[t for t in (prepend, self, append) if t is not None], dim=dim) if prepend is not None or append is not None else self
+    d = _norm(dim, x.ndim)
+    for _ in range(n):
+      a, b = _shrink_dim(x, d, 0, max(x.shape[d] - 1, 0)), _shrink_dim(x, d, min(1, x.shape[d]), x.shape[d])
+      x = b != a if x.dtype == dtypes.bool else b - a
+    return x
   def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
     d = _norm(dim, self.ndim)
     n = self.shape[d]

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 _MaxRet = collections.namedtuple("max", ["values", "indices"])
 
 _MinRet = collections.namedtuple("min", ["values", "indices"])
+_AminmaxRet = collections.namedtuple("aminmax", ["min", "max"])
 
 class ReduceMixin(TensorMixin):
   # ---------------- reductions
@@ -55,17 +56,33 @@ class ReduceMixin(TensorMixin):
     n = prod(self.shape[a] for a in self._axes(axis))
     out = x._wide().sum(axis, keepdim)
     return (out.div(n) if n else out * math.nan).cast(x.dtype)
-  def var(self: Tensor, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
+  # torch's NaN-skipping and counting reductions
+  def nansum(self: Tensor, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
+    return self.isnan().where(0, self).sum(self._pick_axis(axis, dim), keepdim)
+  def nanmean(self: Tensor, axis=None, keepdim: bool = False, *, dim=None) -> Tensor:
     axis = self._pick_axis(axis, dim)
+    x = self._float()
+    return x.nansum(axis, keepdim) / x.isnan().logical_not().sum(axis, keepdim).cast(x.dtype)
+  def count_nonzero(self: Tensor, axis=None, *, dim=None) -> Tensor: return (self != 0).sum(self._pick_axis(axis, dim))
+  def aminmax(self: Tensor, *, dim=None, keepdim: bool = False):
+    """torch.aminmax: a (min, max) named tuple over dim (every element when None)."""
+    return _AminmaxRet(self.amin(dim, keepdim), self.amax(dim, keepdim))
+  def var(self: Tensor, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
+    x = self._float()
+    return self._wide_var(self._pick_axis(axis, dim), keepdim, correction, unbiased).cast(x.dtype)
+  def std(self: Tensor, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
+    x = self._float()
+    return self._wide_var(self._pick_axis(axis, dim), keepdim, correction, unbiased).sqrt().cast(x.dtype)
+  def _wide_var(self: Tensor, axis, keepdim: bool, correction: int, unbiased: bool | None) -> Tensor:
+    """The variance in float32 for 16-bit floats (else in self's float dtype), rounded by the caller: a float16 std of
+    [60000, -60000, 1] squared past float16's range on the way (inf; torch: 60000)."""
     if unbiased is not None: correction = int(unbiased)
     x = self._float()
+    x = x._wide()
     n = prod(self.shape[a] for a in self._axes(axis))
     sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
     if isinstance(n, UOp): return sq.div((n - correction).maximum(0))  # a symbolic count: its value is known at launch
     return sq.div(max(0, n - correction)) if n - correction > 0 else sq * math.nan if n == 0 else sq.div(0)
-  def std(self: Tensor, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
-    axis = self._pick_axis(axis, dim)
-    return self.var(axis, keepdim, correction, unbiased).sqrt()
   def var_mean(self: Tensor, axis=None, keepdim=False, correction=1, *, dim=None):
     axis = self._pick_axis(axis, dim)
     return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
@@ -82,6 +99,7 @@ class ReduceMixin(TensorMixin):
     x = self if largest else (-self if dtypes.is_float(self.dtype) else ~self if dtypes.is_int(self.dtype) else self.logical_not())
     if axis is None: return x.flatten()._arg(0, keepdim=False, largest=True).reshape(() if not keepdim else (1,) * self.ndim)
     a = _norm_axis(axis, self.ndim)
+    if not self.ndim: return x.reshape(1)._arg(0, keepdim=False, largest=True)  # a 0-d tensor's dim 0 or -1: its one element
     self._check_nonempty("argmax" if largest else "argmin", a)
     m = x.max(a, keepdim=True)
     n = self.shape[a]

@@ -149,6 +149,8 @@ _leaf_ids = itertools.count()  # tensors given a new value by assign() and not y
 class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, IndexingMixin, NNMixin, metaclass=_TensorMeta):
   """A lazily evaluated n-dimensional array with PyTorch-style semantics."""
   _no_grad: bool = False
+  grad: Tensor | None = None
+  _requires_grad: bool | None = None
   train = staticmethod(lambda mode=True: _TrainMode(mode))
   test = staticmethod(lambda: _TrainMode(False))
   inference_mode = staticmethod(lambda mode=True: _NoGrad(mode))
@@ -156,8 +158,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
 
   def __init__(self, data: Any = None, device: str | None = None, dtype: DType | str | None = None, requires_grad: bool | None = None):
     if type(data) is UOp and device is None and dtype is None and requires_grad is None:
-      # every op wraps its result like this: nothing to convert, move or make a leaf of
-      self.grad, self._requires_grad = None, None
+      # every op wraps its result like this: nothing to convert, move or make a leaf of (grad and requires_grad are the
+      # class's None until set)
       self._uop = data
       self._register()  # only once built: another thread may be walking the live tensors
       return
@@ -474,6 +476,10 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
         shared.add(old)
         t.uop = views[old]
     for base in written: buffers.invalidate(base)  # results computed from the old contents are stale
+  def schedule(self, *lst: Tensor) -> list:
+    """tinygrad's: the kernels (ScheduleItems, in order) that realizing self and lst would run, without running them.
+    Realizing afterwards schedules again (from the schedule cache)."""
+    with _realize_lock: return create_schedule([t.uop for t in (self, *lst)])[0]
   def realize(self, *lst: Tensor) -> Tensor:
     Tensor.realize_all(self, *lst)
     return self

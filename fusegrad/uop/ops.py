@@ -708,7 +708,7 @@ class OpBuilder:
     if axis is None: return tuple(range(len(self.shape)))
     axes = tuple(norm_axis(a, len(self.shape)) for a in ((axis,) if isinstance(axis, int) else axis))
     if len(set(axes)) != len(axes): raise TensorError(f"dim {axis} appears multiple times in the list of dims")
-    return axes
+    return axes if self.shape else ()  # a 0-d tensor takes dim 0 or -1 (as torch) and has no dim to reduce
   def _reduce_in_groups(self, op: Ops, axes: tuple[int, ...]):
     """REDUCE_AXIS over `axes`, keepdim shape. A kernel's threads split its output loop, so a long reduction into under
     8 outputs would run on one core: it runs in two passes instead, REDUCE_GROUPS partial results per output (a kernel

@@ -158,3 +158,63 @@ def test_full_and_arange_follow_the_int_rules():
   assert Tensor.full((2,), 2**40).tolist() == [2**40, 2**40] and Tensor.full((2,), 2**40).dtype == dtypes.int64
   assert Tensor.arange(2**40, 2**40 + 3).tolist() == [2**40, 2**40 + 1, 2**40 + 2] and Tensor.arange(5).dtype == dtypes.int32
   with pytest.raises(RuntimeError, match="overflow"): Tensor.full((2,), 300, dtype=dtypes.uint8)
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_out_of_range_index_tensors_read_zero_and_write_nothing(device):
+  # an index tensor out of [-n, n) read another element (x[0, 3] of a (2, 3) tensor was x[1, 0], -3 on a size-2 dim
+  # wrapped twice) and a write through one landed on element 0; in range, negatives still count from the end
+  x = Tensor.arange(6, device=device).reshape(2, 3)
+  assert x[Tensor([0, 1, 1], device=device), Tensor([3, -4, -1], device=device)].tolist() == [0, 0, 5]
+  assert x[Tensor([-3, 2, -2, 1], device=device)].tolist() == [[0, 0, 0], [0, 0, 0], [0, 1, 2], [3, 4, 5]]
+  assert x[:, Tensor([3, -4, -3], device=device)].tolist() == [[0, 0, 0], [0, 0, 3]]
+  for idx in ([5], [-3], [2, -5]):
+    y = Tensor.zeros(2, 3, device=device).contiguous()
+    y[Tensor(idx, device=device)] = 1.0
+    assert y.tolist() == [[0.0] * 3] * 2, idx
+  y = Tensor.zeros(4, device=device).contiguous()
+  y[Tensor([1, 9, -1, -5], device=device)] = Tensor([5.0, 6.0, 7.0, 8.0], device=device)
+  assert y.tolist() == [0.0, 5.0, 0.0, 7.0]
+  y = Tensor.zeros(2, 3, device=device).contiguous()
+  y[Tensor([0, 1], device=device), Tensor([3, -1], device=device)] = 4.0
+  assert y.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 4.0]]
+
+@pytest.mark.parametrize("dtype", [dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.bool, dtypes.float16])
+def test_pad_value_takes_the_tensors_dtype(dtype):
+  # a float value made an int tensor's pad float32 (torch.nn.functional.pad keeps the dtype, the value converted)
+  vals = [1, 2**31 - 1] if dtype == dtypes.int32 else [1, 2**53 + 1] if dtype == dtypes.int64 else [1, 0]
+  tdt = {dtypes.int32: torch.int32, dtypes.int64: torch.int64, dtypes.uint8: torch.uint8, dtypes.bool: torch.bool, dtypes.float16: torch.float16}[dtype]
+  for value in (2.7, -2.7, 3, 0.5):
+    if dtype == dtypes.uint8 and value < 0: continue
+    got = Tensor(vals, dtype=dtype).pad((1, 2), value=value)
+    want = torch.nn.functional.pad(torch.tensor(vals, dtype=tdt), (1, 2), value=value)
+    assert got.dtype == dtype and got.tolist() == want.tolist(), (value, got.tolist(), want.tolist())
+
+@pytest.mark.parametrize("dtype,tdt", [(dtypes.float16, torch.float16), (dtypes.bfloat16, torch.bfloat16)])
+def test_16bit_var_and_std_are_computed_wide(dtype, tdt):
+  # the squares overflowed float16 on the way: std of [60000, -60000, 1] was inf (torch: 60000)
+  vals = [[60000.0, -60000.0, 1.0], [1.0, 2.0, 4.0]]
+  t, p = Tensor(vals, dtype=dtype), torch.tensor(vals, dtype=tdt)
+  for fn in ("std", "var"):
+    for kw in ({}, {"axis": 1}, {"axis": 0, "correction": 0}):
+      got = getattr(t, fn)(**kw)
+      want = getattr(p, fn)(**{"dim" if k == "axis" else k: v for k, v in kw.items()})
+      assert got.dtype == dtype
+      np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=1e-2)
+
+ZERO_D_OPS = {  # torch takes dim 0 or -1 on a 0-d tensor; these raised IndexError (tuple index out of range)
+  "max": lambda t, d: t.max(d) if isinstance(t, Tensor) else t.amax(d), "min": lambda t, d: t.min(d) if isinstance(t, Tensor) else t.amin(d),
+  "amax": lambda t, d: t.amax(d, keepdim=True), "amin": lambda t, d: t.amin(d),
+  "argmax": lambda t, d: t.argmax(d), "argmin": lambda t, d: t.argmin(d, keepdim=True), "mean": lambda t, d: t.mean(d),
+  "var": lambda t, d: t.var(d, correction=0), "std": lambda t, d: t.std(d, correction=0), "sum": lambda t, d: t.sum(d),
+  "flip": lambda t, d: t.flip(d), "transpose": lambda t, d: t.transpose(d, 0), "movedim": lambda t, d: t.movedim(d, -1),
+  "max_dim": lambda t, d: t.max(dim=d)[0], "argmax_dim": lambda t, d: t.max(dim=d)[1], "min_dim": lambda t, d: t.min(dim=d)[1],
+  "gather": lambda t, d: t.gather(d, (Tensor if isinstance(t, Tensor) else torch.tensor)(0)),
+  "scatter": lambda t, d: t.scatter(d, (Tensor if isinstance(t, Tensor) else torch.tensor)(0), (Tensor if isinstance(t, Tensor) else torch.tensor)(5.0)),
+}
+
+@pytest.mark.parametrize("name", list(ZERO_D_OPS))
+@pytest.mark.parametrize("dim", [0, -1])
+def test_zero_d_tensors_take_dim_0_and_minus_1(name, dim):
+  got, want = ZERO_D_OPS[name](Tensor(3.0), dim), ZERO_D_OPS[name](torch.tensor(3.0), dim)
+  assert got.shape == tuple(want.shape) and got.item() == want.item()
+  with pytest.raises(IndexError): ZERO_D_OPS[name](Tensor(3.0), 1)

@@ -17,6 +17,34 @@ def test_top_level_names():
                                 all_same, colored, Timing, prod, round_up, ceildiv, make_tuple, unwrap, to_mv, Context as C2)
   assert fusegrad.getenv is g2 and fusegrad.fetch is f2 and fusegrad.Variable is Variable
 
+def test_helpers_tinygrad_programs_import(tmp_path, monkeypatch):
+  from fusegrad.helpers import to_function_name, diskcache_get, diskcache_put, cpu_time_execution, WINO, IMAGE, CACHELEVEL
+  assert to_function_name("r_4\x1b[31m_3n1\x1b[0m") == "r_4_3n1" and to_function_name("E 2.b") == "E2022Eb"
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+  assert diskcache_put("kernels", {"src": "x", "n": 2}, [1, 2.5]) == [1, 2.5]
+  assert diskcache_get("kernels", {"n": 2, "src": "x"}) == [1, 2.5] and diskcache_get("kernels", "other") is None
+  diskcache_put("kernels", {"src": "x", "n": 2}, "new")
+  assert diskcache_get("kernels", {"src": "x", "n": 2}) == "new"
+  with Context(CACHELEVEL=0): assert diskcache_get("kernels", {"src": "x", "n": 2}) is None
+  with pytest.raises(ValueError, match="table names"): diskcache_get("bad; table", "k")
+  assert cpu_time_execution(lambda: None, enable=True) >= 0 and cpu_time_execution(lambda: None, enable=False) is None
+  with Context(WINO=1, IMAGE=0): assert WINO.value == 1 and not IMAGE
+  assert CACHELEVEL.value == 2
+
+def test_schedule_lists_the_kernels_without_running_them():
+  a = Tensor([1.0, 2.0], device="PYTHON")
+  b, c = (a + 1) * 2, a.sum()
+  items = b.schedule(c)
+  assert len(items) == 2 and all(si.ast.op is fusegrad.uop.ops.Ops.SINK for si in items)
+  assert b.tolist() == [4.0, 6.0] and c.item() == 3.0
+  assert (a + 0).realize().schedule() == []
+
+def test_nn_datasets_and_xavier_uniform():
+  assert nn.datasets.mnist is fusegrad.nn.datasets.mnist
+  with pytest.raises(AttributeError): nn.nothing_here  # noqa: B018
+  t = Tensor.xavier_uniform(30, 50, device="PYTHON")
+  assert t.shape == (30, 50) and abs(t).max().item() <= (6 / 80) ** 0.5
+
 # ======================================================================== helpers
 
 class TestFetch:

@@ -1,0 +1,64 @@
+"""PyTorch spellings added for programs written against torch: each against torch itself, on odd shapes and edge cases."""
+import math
+import numpy as np
+import pytest
+import torch
+from fusegrad import Tensor
+
+def _same(got, want):
+  if isinstance(want, (tuple, list)):
+    assert len(got) == len(want)
+    for g, w in zip(got, want): _same(g, w)
+    return
+  assert got.shape == tuple(want.shape), (got.shape, tuple(want.shape))
+  np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, equal_nan=True)
+
+X = np.arange(2 * 5 * 3, dtype=np.float32).reshape(2, 5, 3) - 7
+
+@pytest.mark.parametrize("arg,dim", [(3, 1), (2, 0), (5, 1), (7, -1), (1, 2), ([1, 3], 1), ([4, 1], 1), ([-2], 1), ([0, 0, 9], 1), ([], 0)])
+def test_tensor_split(arg, dim):
+  _same(Tensor(X).tensor_split(arg, dim), torch.from_numpy(X).tensor_split(arg, dim))
+
+def test_hsplit_vsplit_and_their_errors():
+  x = np.arange(24, dtype=np.float32).reshape(4, 6)
+  for s in (2, 3, [1, 4]):
+    _same(Tensor(x).hsplit(s), torch.from_numpy(x).hsplit(s))
+    _same(Tensor(x).vsplit(s if s != 3 else 4), torch.from_numpy(x).vsplit(s if s != 3 else 4))
+  _same(Tensor(x[0]).hsplit(3), torch.from_numpy(x[0]).hsplit(3))
+  with pytest.raises(RuntimeError): Tensor(x).hsplit(4)
+  with pytest.raises(RuntimeError): Tensor(x[0]).vsplit(2)
+
+@pytest.mark.parametrize("n,dim", [(1, -1), (2, 1), (3, 0), (5, 1)])
+def test_diff(n, dim):
+  _same(Tensor(X).diff(n, dim), torch.from_numpy(X).diff(n, dim))
+  pre, app = np.ones((2, 5, 3), np.float32), np.full((2, 5, 3), 2.0, np.float32)
+  _same(Tensor(X).diff(n, dim, prepend=Tensor(pre), append=Tensor(app)),
+        torch.from_numpy(X).diff(n, dim, prepend=torch.from_numpy(pre), append=torch.from_numpy(app)))
+  b = X > 0
+  _same(Tensor(b).diff(dim=dim), torch.from_numpy(b).diff(dim=dim))
+
+def test_select_and_view_spellings():
+  t, p = Tensor(X), torch.from_numpy(X)
+  for dim, i in ((0, 1), (1, -1), (-1, 2)): _same(t.select(dim, i), p.select(dim, i))
+  with pytest.raises(IndexError): t.select(1, 5)
+  _same(Tensor.concat([t, t], 1), torch.concat([p, p], 1))
+  _same(Tensor.concatenate([t, t], dim=0), torch.concatenate([p, p], 0))
+  _same(Tensor([1.0, 2.0]).broadcast_to((3, 2)), torch.tensor([1.0, 2.0]).broadcast_to((3, 2)))
+  _same(Tensor([1.0, 2.0]).expand_as(t[:, :, :2]), torch.tensor([1.0, 2.0]).expand_as(p[:, :, :2]))
+  _same(t.view_as(t.reshape(6, 5)), p.view_as(p.reshape(6, 5)))
+
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 2)])
+def test_nan_reductions_and_counts(dim):
+  x = X.copy()
+  x[0, 1, :] = math.nan
+  x[1, :, 2] = math.nan
+  x[1, 3, 0] = 0
+  t, p = Tensor(x), torch.from_numpy(x)
+  kw = {} if dim is None else {"dim": dim}
+  _same(t.nansum(**kw), p.nansum(**kw))
+  _same(t.nanmean(**kw), p.nanmean(**kw))
+  got, want = t.count_nonzero(**kw), p.count_nonzero(**kw)
+  assert got.shape == tuple(want.shape) and got.tolist() == want.tolist()
+  if dim is None or isinstance(dim, int):
+    g, w = Tensor(X).aminmax(**kw), torch.from_numpy(X).aminmax(**kw)
+    _same((g.min, g.max), (w.min, w.max))
