@@ -24,8 +24,9 @@ class _ConvNd:
   def __init__(self, n: int, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1, bias: bool = True,
                padding_mode: str = "zeros"):
     if in_channels % groups or out_channels % groups: raise ValueError(f"in_channels {in_channels} and out_channels {out_channels} must be divisible by groups {groups}")
-    if padding_mode != "zeros": raise NotImplementedError(f"padding_mode {padding_mode!r} is not supported; only 'zeros'")
-    self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+    if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+      raise ValueError(f"padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got {padding_mode!r}")
+    self.in_channels, self.out_channels, self.groups, self.padding_mode = in_channels, out_channels, groups, padding_mode
     self.kernel_size, self.stride, self.dilation = _ntuple(kernel_size, n), _ntuple(stride, n), _ntuple(dilation, n)
     self.padding = padding if isinstance(padding, str) else _ntuple(padding, n) if isinstance(padding, int) else tuple(padding)
     fan_in = in_channels // groups * prod(self.kernel_size)
@@ -33,7 +34,18 @@ class _ConvNd:
     self.weight = _uniform((out_channels, in_channels // groups, *self.kernel_size), bound)
     self.bias = _uniform((out_channels,), bound) if bias else None
   def __call__(self, x: Tensor) -> Tensor:
-    return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=self.padding)
+    padding = self.padding
+    if self.padding_mode != "zeros" and padding != "valid":  # the input padded in that mode, then a convolution without
+      x, padding = x.pad(self._flat_padding(), mode=self.padding_mode), 0
+    return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=padding)
+
+  def _flat_padding(self) -> list[int]:
+    """The padding as pad()'s flat list (before and after each dim, the last dim first)."""
+    if self.padding == "same":  # torch's split of the kernel's span: the odd element after
+      spans = [d * (k - 1) for k, d in zip(self.kernel_size, self.dilation)]
+      return [v for t in reversed(spans) for v in (t // 2, t - t // 2)]
+    if len(self.padding) == len(self.kernel_size): return [v for p in reversed(self.padding) for v in (p, p)]
+    return list(self.padding)  # (already per side)
 
 class Conv1d(_ConvNd):
   def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros"):

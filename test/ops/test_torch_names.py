@@ -62,3 +62,20 @@ def test_nan_reductions_and_counts(dim):
   if dim is None or isinstance(dim, int):
     g, w = Tensor(X).aminmax(**kw), torch.from_numpy(X).aminmax(**kw)
     _same((g.min, g.max), (w.min, w.max))
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("n,padding", [(1, 2), (2, 1), (2, (1, 2)), (2, "same"), (3, 1)])
+def test_conv_padding_modes(mode, n, padding):
+  from fusegrad import nn
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((2, 3) + (6,) * n).astype(np.float32)
+  conv = [nn.Conv1d, nn.Conv2d, nn.Conv3d][n - 1](3, 4, 3, padding=padding, padding_mode=mode, dilation=2 if padding == "same" else 1)
+  ref = [torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d][n - 1](3, 4, 3, padding=padding, padding_mode=mode, dilation=2 if padding == "same" else 1)
+  with torch.no_grad():
+    ref.weight.copy_(torch.from_numpy(conv.weight.numpy()))
+    ref.bias.copy_(torch.from_numpy(conv.bias.numpy()))
+  np.testing.assert_allclose(conv(Tensor(x)).numpy(), ref(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+def test_conv_padding_mode_errors():
+  from fusegrad import nn
+  with pytest.raises(ValueError, match="padding_mode"): nn.Conv2d(3, 4, 3, padding_mode="mirror")
