@@ -64,7 +64,10 @@ class MovementMixin(TensorMixin):
     return self._moved(self.uop.reshape(shape))
   def view(self: Tensor, *shape) -> Tensor: return self.reshape(*shape) if shape and not isinstance(shape[0], DType) else self.bitcast(shape[0])
   def expand(self: Tensor, shape, *args) -> Tensor: return self._moved(self.uop.expand(shape, *args))
-  def permute(self: Tensor, order, *args) -> Tensor: return self._moved(self.uop.permute(order, *args))
+  def permute(self: Tensor, order=None, *args, dims=None) -> Tensor:
+    """permute(1, 0), permute((1, 0)) or torch's permute(dims=(1, 0))."""
+    if (order is None) == (dims is None): raise TypeError("permute() takes the order once, positionally or as dims=")
+    return self._moved(self.uop.permute(order if dims is None else dims, *args))
   # a 0-d tensor takes dim 0 or -1 (as torch) and is its own transpose and flip
   def transpose(self: Tensor, dim0: int = 1, dim1: int = 0) -> Tensor:
     if not self.ndim:
@@ -121,6 +124,9 @@ class MovementMixin(TensorMixin):
     self, others, dim = _sequence_args(self, others, dim)
     ts = [self, *others]
     if any(t.ndim == 0 for t in ts): raise TensorError("zero-dimensional tensors cannot be concatenated")
+    if any(t.ndim > 1 for t in ts) and any(t.shape == (0,) for t in ts):  # torch skips legacy empty (0,) tensors
+      if not (ts := [t for t in ts if t.shape != (0,)]): return self
+      self, others = ts[0], ts[1:]
     d = _norm_axis(dim, self.ndim)
     for t in ts:
       if t.ndim != self.ndim or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != d):
@@ -156,6 +162,7 @@ class MovementMixin(TensorMixin):
   def chunk(self: Tensor, chunks: int, dim: int = 0) -> list[Tensor]:
     if chunks <= 0: raise TensorError(f"chunk needs a positive number of chunks, got {chunks}")
     d = _norm_axis(dim, self.ndim)
+    if self.shape[d] == 0: return [self] * chunks  # (torch: that many empty chunks)
     return self.split(max(1, math.ceil(self.shape[d] / chunks)), d)
 
   # ---------------- shape ops
@@ -196,9 +203,12 @@ class MovementMixin(TensorMixin):
     return w.permute(order + [w.ndim - 1])
   def _pad_mode(self: Tensor, pairs: Sequence[tuple[int, int]], mode: str) -> Tensor:
     """pad with mode 'reflect', 'replicate' or 'circular'; pairs has one (before, after) per dim. Negative amounts
-    crop first, as in torch."""
+    crop, as in torch: first, except that reflect mirrors about the input's own ends (pad, then crop)."""
     if mode not in ("reflect", "replicate", "circular"):
       raise NotImplementedError(f"pad mode {mode!r} is not supported; use 'constant', 'reflect', 'replicate' or 'circular'")
+    if mode == "reflect" and any(b < 0 or a < 0 for b, a in pairs) and any(b > 0 or a > 0 for b, a in pairs):
+      x = self._pad_mode([(max(b, 0), max(a, 0)) for b, a in pairs], mode)
+      return x._pad_mode([(min(b, 0), min(a, 0)) for b, a in pairs], mode)
     crop = tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape))
     if any(lo > hi for lo, hi in crop): raise TensorError(f"negative padding {list(pairs)} crops more than shape {self.shape}")
     x = self.shrink(crop)
@@ -217,8 +227,14 @@ class MovementMixin(TensorMixin):
         right = _shrink_dim(x, d, n - 1, n).expand(tuple(pa if i == d else s for i, s in enumerate(x.shape)))
       x = type(self).cat(*[p for p in (left, x, right) if p.shape[d]], dim=d)
     return x
-  def repeat_interleave(self: Tensor, repeats, dim: int | None = None) -> Tensor:
-    """Repeat each element `repeats` times along dim (flattened when dim is None); repeats may be per element."""
+  def repeat_interleave(self: Tensor, repeats, dim: int | None = None, *, output_size: int | None = None) -> Tensor:
+    """Repeat each element `repeats` times along dim (flattened when dim is None); repeats may be per element.
+    output_size (torch's hint of the result's length along dim) is checked."""
+    out = self._repeat_interleave(repeats, dim)
+    if output_size is not None and out.shape[0 if dim is None else _norm(dim, self.ndim)] != output_size:
+      raise RuntimeError(f"repeat_interleave(): output_size {output_size} does not match the result's {out.shape}")
+    return out
+  def _repeat_interleave(self: Tensor, repeats, dim: int | None) -> Tensor:
     T = type(self)
     x, d = (self.flatten(), 0) if dim is None else (self, _norm(dim, self.ndim))
     if isinstance(repeats, T) and repeats.numel() == 1 and repeats.ndim <= 1: repeats = int(repeats.item())
@@ -328,6 +344,7 @@ class MovementMixin(TensorMixin):
       x = b != a if x.dtype == dtypes.bool else b - a
     return x
   def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+    if is_tensor(start): start = int(start.item())  # (torch takes a 0-d tensor)
     d = _norm(dim, self.ndim)
     n = self.shape[d]
     if not -n <= start <= n: raise IndexError(f"narrow(): start {start} is out of range for dim {d} of size {n}")

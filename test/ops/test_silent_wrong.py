@@ -218,3 +218,14 @@ def test_zero_d_tensors_take_dim_0_and_minus_1(name, dim):
   got, want = ZERO_D_OPS[name](Tensor(3.0), dim), ZERO_D_OPS[name](torch.tensor(3.0), dim)
   assert got.shape == tuple(want.shape) and got.item() == want.item()
   with pytest.raises(IndexError): ZERO_D_OPS[name](Tensor(3.0), 1)
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_mode_padding_with_a_negative_side(mode):
+  # reflect with one side cropping raised (it cropped before mirroring, torch mirrors about the input's own ends)
+  x = np.arange(2 * 5 * 6, dtype=np.float32).reshape(1, 2, 5, 6)
+  for pads in [(-2, 3, 0, 0), (3, -1, 1, -2), (-1, -1, 2, 2), (2, 0, -3, 1), (-2, 1, -1, 3)]:
+    try: want = torch.nn.functional.pad(torch.from_numpy(x), pads, mode=mode).numpy()
+    except RuntimeError:
+      with pytest.raises(Exception): Tensor(x).pad(pads, mode=mode).numpy()
+      continue
+    np.testing.assert_array_equal(Tensor(x).pad(pads, mode=mode).numpy(), want, err_msg=f"{mode} {pads}")

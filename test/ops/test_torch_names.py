@@ -79,3 +79,16 @@ def test_conv_padding_modes(mode, n, padding):
 def test_conv_padding_mode_errors():
   from fusegrad import nn
   with pytest.raises(ValueError, match="padding_mode"): nn.Conv2d(3, 4, 3, padding_mode="mirror")
+
+def test_torch_call_forms_that_crashed():
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  t, p = Tensor(x), torch.from_numpy(x)
+  _same(t.narrow(1, Tensor(1), 2), p.narrow(1, torch.tensor(1), 2))
+  _same(Tensor.cat(Tensor.zeros(0), t, Tensor.zeros(0)), torch.cat([torch.zeros(0), p, torch.zeros(0)]))
+  _same(Tensor.cat(Tensor.zeros(0), Tensor.ones(2)), torch.cat([torch.zeros(0), torch.ones(2)]))
+  _same(Tensor.zeros(0, 2).chunk(3, 0), torch.zeros(0, 2).chunk(3, 0))
+  _same(t.permute(dims=(1, 0)), p.permute(dims=(1, 0)))
+  _same(t.permute(1, 0), p.permute(1, 0))
+  with pytest.raises(TypeError): t.permute((1, 0), dims=(1, 0))
+  _same(t.repeat_interleave(2, 1, output_size=6), p.repeat_interleave(2, 1, output_size=6))
+  with pytest.raises(RuntimeError, match="output_size"): t.repeat_interleave(2, output_size=5)
