@@ -12,7 +12,7 @@ from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad import buffers
 from fusegrad.device import Device
 from fusegrad.tensor.common import TensorMixin, is_tensor, _arange
-from fusegrad.gradient import compute_gradient, with_gradient
+from fusegrad.gradient import compute_gradient, with_derivative, with_gradient
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
@@ -23,6 +23,22 @@ def _tup(x: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
   return t
 
 def _f32(x: float) -> float: return struct.unpack("f", struct.pack("f", x))[0]
+
+def _interp_size(shape: tuple, size, scale_factor, recompute: bool | None) -> tuple[tuple[int, ...], tuple[float | None, ...]]:
+  """interpolate's output size and, per dim, the float32 scale from output to input coordinates that torch uses: with a
+  scale_factor (unless recompute_scale_factor), 1/scale_factor, not the sizes' ratio (they differ when the input size
+  times the factor is not whole); None where the sizes give it."""
+  if size is not None:
+    if scale_factor is not None: raise TensorError("interpolate takes size or scale_factor, not both")
+    if recompute: raise TensorError("recompute_scale_factor only applies with a scale_factor, not with an explicit size")
+    size = (size,) * max(len(shape) - 2, 1) if isinstance(size, int) else tuple(size)
+    return size, (None,) * len(size)
+  if scale_factor is None: raise TensorError("interpolate needs size or scale_factor")
+  nsp = len(shape) - 2 if isinstance(scale_factor, (int, float)) else len(scale_factor)
+  sf = (scale_factor,) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+  size = tuple(int(math.floor(float(i) * f)) for i, f in zip(shape[-nsp:], sf))
+  if any(o <= 0 for o in size): raise TensorError(f"interpolate: scale_factor {scale_factor} gives an empty output {size} for input shape {shape}")
+  return size, (None,) * nsp if recompute else tuple(_f32(1.0 / f) for f in sf)
 
 def _conv_pads(padding: Any, k_: tuple[int, ...], d_: tuple[int, ...], s_: tuple[int, ...] | None = None) -> list[tuple[int, int]]:
   """padding as int, per-dim tuple (torch), flat 2*n tuple starting from the last dim (tinygrad), or 'same'/'valid'.
@@ -166,6 +182,38 @@ def _check_targets(Y: Tensor, C: int, ignore_index: int) -> None:
   raise IndexError(f"target class {bad[0]} is out of bounds for {C} classes (valid: 0 to {C - 1}, or ignore_index={ignore_index}); "
                    f"target shape {Y.shape}")
 
+def _elu(x: Tensor, alpha: float, inv: float) -> Tensor:
+  """x for x > 0, else alpha * expm1(x * inv) (elu: inv 1, celu: 1/alpha; NaN and -0.0 come through as in torch), with
+  torch's derivative alpha * inv * exp(x * inv) for x <= 0 and 1 otherwise (so at 0 too). The graph's own one split
+  the gradient at 0 between the two sides and was -inf or NaN where exp(x) is tiny (expm1's guards)."""
+  neg = x <= 0
+  y = neg.where(alpha * (neg.where(x, 0) * inv).expm1(), x)
+  return with_derivative(y, x, lambda x: (x <= 0).where(alpha * inv * (x * inv).exp(), 1))
+
+def _half_exp(x: Tensor) -> tuple[Tensor, Tensor]:
+  """(|x| > 20, exp(|x|) / 2 computed as exp(|x|/2) / 2 * exp(|x|/2)): where exp(-|x|) is below rounding, sinh and cosh
+  are ±exp(|x|) / 2, which is finite a little past where exp(|x|) overflows (float32: |x| up to 89.4, not 88.7)."""
+  ax = x.abs()
+  e = (ax * 0.5).exp()
+  return ax > 20, e * 0.5 * e
+
+def _bce_vjp(g: Tensor, x: Tensor, y: Tensor, needs: tuple[bool, bool]) -> tuple:
+  """binary_crossentropy's gradients, torch's rules: (x - y) / max(x (1 - x), 1e-12) for the probability x, -logit(x)
+  for the target y (±inf where x is exactly 0 or 1). The graph's own ones met 0 * inf = NaN there: the clamp's flat
+  side times log's infinite slope."""
+  gx = g * (x - y) / (x * (1 - x)).maximum(1e-12) if needs[0] else None
+  gy = g * -(x / (1 - x)).log() if needs[1] else None
+  return gx, gy
+
+def _attention_probs(scores: Tensor) -> Tensor:
+  """softmax over the last axis, but zeros (and a zero gradient) for a row that attends to nothing (all -inf), as torch
+  gives since 2.5. Only the row-sized max and sum are guarded: such a row exps to zeros, and its sum is replaced by 1."""
+  m = scores._shift(-1)
+  if not is_tensor(m): return scores.softmax(-1)  # no keys
+  dead = m == -math.inf
+  e = (scores - dead.where(0, m)).exp()  # (the -inf max would make -inf - -inf = NaN)
+  return e * dead.where(1, e.sum(-1, keepdim=True)).reciprocal()
+
 class NNMixin(TensorMixin):
   # ---------------- softmax and friends
   def _shift(self: Tensor, axis) -> Tensor | float:
@@ -304,7 +352,8 @@ class NNMixin(TensorMixin):
     # copy gets that output's whole gradient (the adjoint is a gather). `total - total.detach()` is 0 but carries it.
     total = (idx.unsqueeze(-1) == _arange(prod(out), self)).where(flat.unsqueeze(-1), 0).sum(-2)
     return (val + total.isfinite().where(total - total.detach(), 0)).reshape(lead + out)
-  def interpolate(self: Tensor, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None) -> Tensor:
+  def interpolate(self: Tensor, size=None, mode: str = "linear", align_corners: bool = False, scale_factor=None,
+                  recompute_scale_factor: bool | None = None) -> Tensor:
     """Resize the last len(size) dims. mode: 'nearest', 'nearest-exact', 'linear' (also 'bilinear'/'trilinear').
     Index math follows PyTorch (float32 scales, half-pixel centres unless align_corners). Every dtype keeps its dtype
     with the nearest modes; integer tensors keep theirs with linear too (rounded, as torch does for uint8)."""
@@ -312,27 +361,24 @@ class NNMixin(TensorMixin):
     if mode in ("bilinear", "trilinear"): mode = "linear"
     if mode not in ("nearest", "nearest-exact", "linear"): raise NotImplementedError(f"interpolate mode {mode!r} is not supported (use nearest, nearest-exact, linear)")
     if align_corners and mode != "linear": raise TensorError("align_corners only applies to linear interpolation")
-    if size is None:
-      if scale_factor is None: raise TensorError("interpolate needs size or scale_factor")
-      nsp = self.ndim - 2 if isinstance(scale_factor, (int, float)) else len(scale_factor)
-      sf = (scale_factor,) * nsp if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
-      size = tuple(int(math.floor(i * f)) for i, f in zip(self.shape[-nsp:], sf))
-    size = (size,) * max(self.ndim - 2, 1) if isinstance(size, int) else tuple(size)
+    size, scales = _interp_size(self.shape, size, scale_factor, recompute_scale_factor)
     n = len(size)
     x = self._float() if mode == "linear" else self
     for j in range(n):
       a, i, o = self.ndim - n + j, self.shape[self.ndim - n + j], size[j]
-      if i == o: continue
+      # torch maps output to input coordinates by 1/scale_factor when one is given, by the sizes' ratio otherwise
+      scale = _f32(_f32(float(i)) / _f32(float(o))) if scales[j] is None else scales[j]
       trail = (1,) * (n - j - 1)
       if mode.startswith("nearest"):
-        scale = _f32(_f32(float(i)) / _f32(float(o)))
+        if i == o and scale == 1.0: continue  # (a scale factor that keeps the size but is not 1 still moves pixels)
         off = 0.5 if mode == "nearest-exact" else 0.0
         src = [min(int(math.floor(_f32((oo + off) * scale))), i - 1) for oo in range(o)]
         mask = T([[s == ii for ii in range(i)] for s in src], device=self.device).reshape((o, i) + trail)
         x = mask.where(x.unsqueeze(a), 0).sum(a + 1).cast(x.dtype)
         continue
+      if i == o: continue  # torch's linear modes copy a dim whose size is unchanged, whatever the scale factor
       w = [[0.0] * i for _ in range(o)]
-      scale = (_f32((i - 1) / (o - 1)) if o > 1 else 0.0) if align_corners else _f32(_f32(float(i)) / _f32(float(o)))
+      if align_corners: scale = _f32((i - 1) / (o - 1)) if o > 1 else 0.0  # from the sizes even with a scale factor, as torch
       for oo in range(o):
         src = _f32(scale * oo) if align_corners else max(_f32(_f32(scale * (oo + 0.5)) - 0.5), 0.0)
         i0 = min(int(src), i - 1)
@@ -421,13 +467,10 @@ class NNMixin(TensorMixin):
   def quick_gelu(self: Tensor) -> Tensor: return self * (self * 1.702).sigmoid()
   def silu(self: Tensor) -> Tensor: return self * self.sigmoid()
   def swish(self: Tensor) -> Tensor: return self.silu()
-  def leaky_relu(self: Tensor, neg_slope: float = 0.01) -> Tensor: return (self < 0).where(self * neg_slope, self)
-  def elu(self: Tensor, alpha: float = 1.0) -> Tensor:
-    x = self._float()
-    return (x > 0).where(x, alpha * x.minimum(0).expm1())
-  def celu(self: Tensor, alpha: float = 1.0) -> Tensor:
-    x = self._float()
-    return x.maximum(0) + (alpha * (x.minimum(0) / alpha).expm1())
+  # torch's slope at 0 (and for NaN) is neg_slope: the positive side is x > 0 only
+  def leaky_relu(self: Tensor, neg_slope: float = 0.01) -> Tensor: return (self > 0).where(self, self * neg_slope)
+  def elu(self: Tensor, alpha: float = 1.0) -> Tensor: return _elu(self._float(), alpha, 1.0)
+  def celu(self: Tensor, alpha: float = 1.0) -> Tensor: return _elu(self._float(), alpha, 1 / alpha)
   def selu(self: Tensor, alpha: float = 1.6732632423543772, gamma: float = 1.0507009873554805) -> Tensor:
     return gamma * self.elu(alpha)
   def softplus(self: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -446,8 +489,16 @@ class NNMixin(TensorMixin):
     return (self <= min_val).where(min_val, (self >= max_val).where(max_val, self))
   def mish(self: Tensor) -> Tensor: return self * self.softplus().tanh()
   def logsigmoid(self: Tensor) -> Tensor: return -(-self).softplus()
-  def sinh(self: Tensor) -> Tensor: return (self.expm1() - (-self).expm1()) / 2  # expm1 keeps small arguments exact
-  def cosh(self: Tensor) -> Tensor: return (self.exp() + (-self).exp()) / 2
+  # each the other's derivative: the composed one (through expm1's guards) was NaN where the value overflows to ±inf
+  def sinh(self: Tensor) -> Tensor:
+    x = self._float()
+    big, half = _half_exp(x)
+    small = (x.expm1() - (-x).expm1()) / 2  # expm1 keeps small arguments exact
+    return with_derivative(big.where((x < 0).where(-half, half), small), x, lambda x: x.cosh())
+  def cosh(self: Tensor) -> Tensor:
+    x = self._float()
+    big, half = _half_exp(x)
+    return with_derivative(big.where(half, (x.exp() + (-x).exp()) / 2), x, lambda x: x.sinh())
   def softmin(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor: return (-self).softmax(axis if dim is None else dim)
   def glu(self: Tensor, dim: int = -1) -> Tensor:
     a, b = self.chunk(2, dim)
@@ -546,9 +597,10 @@ class NNMixin(TensorMixin):
     """Cross entropy with logits self (..., C) (classes last, as tinygrad) and integer targets Y (...)."""
     return self.log_softmax(-1)._nll(Y, self.ndim - 1, None, ignore_index, reduction, label_smoothing)
   def binary_crossentropy(self: Tensor, Y: Tensor, reduction: str = "mean") -> Tensor:
-    """BCE on probabilities self; the logs are clamped at -100 as in torch."""
-    x = self._float()
-    return NNMixin._reduce_loss(-(Y * x.log().maximum(-100) + (1 - Y) * (1 - x).log().maximum(-100)), reduction)
+    """BCE on probabilities self; the logs are clamped at -100 as in torch, and the gradients are torch's (_bce_vjp)."""
+    x, y = self._float()._broadcasted(Y)
+    loss = -(y * x.log().maximum(-100) + (1 - y) * (1 - x).log().maximum(-100))
+    return NNMixin._reduce_loss(with_gradient(loss, (x, y), _bce_vjp), reduction)
   def binary_crossentropy_logits(self: Tensor, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
     """BCE on logits, computed stably: (1-y)*x + (1+(pw-1)*y) * (log1p(exp(-|x|)) + max(-x, 0))."""
     x = self._float()
@@ -575,7 +627,7 @@ class NNMixin(TensorMixin):
     if is_causal: attn_mask = T.arange(L, device=self.device).reshape(L, 1) >= T.arange(S, device=self.device).reshape(1, S)
     if attn_mask is not None:
       scores = attn_mask.where(scores, -math.inf) if attn_mask.dtype == dtypes.bool else scores + attn_mask
-    p = scores.softmax(-1)
+    p = _attention_probs(scores)
     if dropout_p: p = p.dropout(dropout_p)
     return p @ value
 
