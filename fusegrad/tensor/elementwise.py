@@ -53,6 +53,18 @@ def _atan(x: Tensor) -> Tensor:
   r = mid.where(r + st * (math.pi / 4), r)
   return big.where(sx * (math.pi / 2) - r, r)
 
+def _expm1(x: Tensor) -> Tensor:
+  """exp(x) - 1 on a float tensor, with the derivative exp(x) as its own rule (torch's expm1(x) + 1, unrounded): the
+  quotient's own is NaN where u == 1, and the unselected branch's 0 * inf would leak into the gradient."""
+  # |x| < ln 2: (u - 1) * x / log(u), u = exp(x), cancels the rounding of u, and u - 1 is exact there (u in (0.5, 2),
+  # Sterbenz). Elsewhere exp(x) - 1 loses at most a bit (u / |u - 1| <= 2) and stays right where the quotient did not:
+  # (u - 1) * x overflowed for 84 < x < 88.7 (float32) and log(u) of a denormal u was off below -87
+  u = x.exp()
+  small, one = x.abs() < _LN2, u == 1
+  safe = (small & one.logical_not()).where(u, 2.0)
+  near = one.where(x, (safe - 1) * x / safe.log())  # u == 1: x itself (-0.0 included)
+  return with_derivative(small.where(near, u - 1), x, lambda x: x.exp())
+
 def _signbit(x: Tensor) -> Tensor:
   """True for negative values including -0.0 (1/-0.0 is -inf)."""
   return (x < 0) | ((x == 0) & ((1 / (x == 0).where(x, 1)) < 0))
@@ -150,13 +162,7 @@ class ElementwiseMixin(TensorMixin):
     u = x + 1
     one = u == 1
     return (x == math.inf).where(x, one.where(x, u.log() * (x / one.where(1, u - 1))))
-  def expm1(self: Tensor) -> Tensor:
-    # the same trick for exp: (u - 1) * x / log(u) with u = exp(x)
-    x = self._float()
-    u = x.exp()
-    one, zero, inf = u == 1, u == 0, u == math.inf
-    safe = (one | zero | inf).where(2.0, u)
-    return one.where(x, zero.where(-1.0, inf.where(math.inf, (safe - 1) * x / safe.log())))
+  def expm1(self: Tensor) -> Tensor: return _fmath(self, _expm1)
   def sin(self: Tensor) -> Tensor: return type(self)(self.uop.sin())
   def cos(self: Tensor) -> Tensor: return type(self)(self.uop.cos())
   def tan(self: Tensor) -> Tensor: return type(self)(self.uop.tan())
@@ -324,9 +330,12 @@ class ElementwiseMixin(TensorMixin):
   # inverse trig and hyperbolic functions: float results (ints become the default float), half types computed in float32
   def atan(self: Tensor) -> Tensor: return _fmath(self, _atan)
   arctan = atan
-  def asin(self: Tensor) -> Tensor: return _fmath(self, lambda x: _atan(x / ((1 - x) * (1 + x)).sqrt()))
+  # asin/acos take torch's derivatives ±rsqrt(1 - x*x): the graph's own is NaN at ±1 (where torch's is ±inf)
+  def asin(self: Tensor) -> Tensor:
+    return _fmath(self, lambda x: with_derivative(_atan(x / ((1 - x) * (1 + x)).sqrt()), x, lambda x: (1 - x * x).rsqrt()))
   arcsin = asin
-  def acos(self: Tensor) -> Tensor: return _fmath(self, lambda x: 2 * _atan(((1 - x) / (1 + x)).sqrt()))
+  def acos(self: Tensor) -> Tensor:
+    return _fmath(self, lambda x: with_derivative(2 * _atan(((1 - x) / (1 + x)).sqrt()), x, lambda x: -(1 - x * x).rsqrt()))
   arccos = acos
   def atan2(self: Tensor, other) -> Tensor:
     """Angle of the point (other, self) in (-pi, pi], with torch's signed-zero and infinity conventions."""
@@ -351,7 +360,8 @@ class ElementwiseMixin(TensorMixin):
       big = a > 2.0 ** 28
       sa = big.where(1, a)
       small = _log1p(sa + sa * sa / (1 + (1 + sa * sa).sqrt()))
-      return s * big.where(a.log() + _LN2, small)
+      # torch's derivative rsqrt(1 + x*x): the graph's own is NaN at 0 (the sign constant meets |x|'s kink)
+      return with_derivative(s * big.where(a.log() + _LN2, small), x, lambda x: (1 + x * x).rsqrt())
     return _fmath(self, f)
   arcsinh = asinh
   def acosh(self: Tensor) -> Tensor:

@@ -437,13 +437,25 @@ class OpBuilder:
     return a.alu(Ops.FDIV, b)
   def _floordiv(self, b):
     """self // b rounding down, for two operands of one dtype and shape."""
-    if dtypes.is_float(self.dtype): return self.alu(Ops.FDIV, b).floor()
+    if dtypes.is_float(self.dtype): return self._float_floordiv(b)
     if self.dtype == dtypes.bool: raise TypeError("floor division of bool tensors is not supported")
     q = self.alu(Ops.IDIV, b)
     if dtypes.is_unsigned(self.dtype): return q
     # C truncates toward zero; floor division rounds down when the signs differ and there is a remainder
     fix = self.alu(Ops.MOD, b).ne(0) & (self < 0).ne(b < 0)
     return q - fix.cast(self.dtype)
+  def _float_floordiv(self, b):
+    """Python's and torch's float floor division: from the exact remainder fmod(a, b), so it agrees with % (floor(a / b)
+    rounds the quotient first: 1.0 // 0.1 was 10, not 9, and inf // 2 was inf, not NaN). b == 0 gives a / b."""
+    q, mod = self.alu(Ops.FDIV, b), self.alu(Ops.MOD, b)
+    div = (self - mod).alu(Ops.FDIV, b)  # an integer up to the rounding of the division
+    div = (mod.ne(0) & (b < 0).ne(mod < 0)).where(div - 1, div)  # the remainder takes b's sign: one less
+    fl = div.floor()
+    fl = (div - fl > 0.5).where(fl + 1, fl)  # div rounded to the nearest integer
+    out = b.eq(0).where(q, div.eq(0).where(q * 0, fl))  # a zero quotient has the sign of a / b (finite there)
+    # torch's gradient: zeros for both (not 0 * inf: the where above would pass g / b where b == 0)
+    out.__dict__[DERIVATIVE] = ((self, b), lambda g, a, b, needs: (a.const_like(0), b.const_like(0)))
+    return out
   def idiv(self, x, reverse: bool = False):
     """Floor division (Python's and torch's //); `//` on UOps is C's, at both levels."""
     if not self.tensor_level: return self._binary(Ops.IDIV, x, reverse)
@@ -464,10 +476,55 @@ class OpBuilder:
     return a.alu(Ops.MOD, b)
   def pow(self, x, reverse: bool = False):
     if not self.tensor_level: return self._binary(Ops.POW, x, reverse)
+    if type(x) is int and not reverse and self.dtype != dtypes.bool and not dtypes.is_float(self.dtype): return self._ipow_const(x)
     a, b = self._broadcasted(x, reverse)
     if a.dtype == dtypes.bool: return a | b.logical_not()  # x**0 is 1 and x**1 is x
-    if not dtypes.is_float(a.dtype): return a.cast(dtypes.float64).alu(Ops.POW, b.cast(dtypes.float64)).cast(a.dtype)
-    return a.alu(Ops.POW, b)
+    if not dtypes.is_float(a.dtype): return a._ipow(b)
+    if reverse or type(x) not in _SCALARS: return a.alu(Ops.POW, b)
+    return a._pow_scalar(x, b)
+  def _pow_scalar(self, e: int | float, c):
+    """A float tensor to a Python number power e (c: e's node), with torch's gradient e * x ** (e - 1) taken with this
+    same pow (so x ** 1.5 at -inf is NaN as torch's: it takes sqrt)."""
+    if e == 0.5 and self.dtype != dtypes.float16: return self.alu(Ops.SQRT)  # sqrt's own gradient 1 / (2 sqrt(x)) is that one
+    y = self._pow_half(e) if e in (0.5, -0.5) else self.alu(Ops.POW, c)
+    # (torch: zeros for e == 0, also where the upstream gradient is inf or NaN)
+    y.__dict__[DERIVATIVE] = ((self,), lambda g, x, needs: (x.const_like(0) if e == 0 else g * (x.pow(e - 1) * e),))
+    return y
+  def _pow_half(self, e: float):
+    """x ** 0.5 and x ** -0.5 as torch computes them, sqrt and 1 / sqrt (-0.0 and NaN at -0.0 and -inf, -inf and NaN for
+    -0.5), built in the graph: C compilers fold pow(x, 0.5) into sqrt in some kernels and not in others. torch's float16
+    kernel calls pow instead: +0.0 and inf (inf and 0 for -0.5) there."""
+    s = self.alu(Ops.SQRT)
+    # (1 / sqrt, not reciprocal: rsqrt's node keeps rsqrt's gradient, +inf at -0.0 where this one is -inf)
+    y = s if e > 0 else self.const_like(1).alu(Ops.FDIV, s)
+    if self.dtype != dtypes.float16: return y
+    at_zero, at_ninf = (0.0, math.inf) if e > 0 else (math.inf, 0.0)
+    return self.eq(-math.inf).where(at_ninf, self.eq(0).where(at_zero, y))
+  def _ipow_const(self, e: int):
+    """An integer tensor to a Python int power, exactly in its dtype (wrapping as torch), by binary exponentiation."""
+    if e < 0: raise RuntimeError(f"Integers to negative integer powers are not allowed. ({self.dtype} tensor ** {e})")
+    # in n-bit arithmetic an even base to a power >= n is 0 and an odd one repeats with a period of 2^(n-2): a huge e
+    # reduced to m + e % m (m = 2^(n-2)) keeps the value and takes at most n - 1 squarings
+    if e >= (m := 1 << (8 * self.dtype.itemsize - 2)): e = m + e % m
+    out, p = None, self
+    while True:
+      if e & 1: out = p if out is None else out * p
+      if not (e := e >> 1): return self.const_like(1) if out is None else out
+      p = p * p
+  def _ipow(self, b):
+    """An integer tensor to an integer tensor's powers (one dtype and shape), exactly in the dtype (wrapping as torch): a
+    square-and-multiply step per value bit of b. A negative b (signed dtypes) gives torch's 1 / self ** -b truncated."""
+    signed = not dtypes.is_unsigned(self.dtype)
+    bits = 8 * self.dtype.itemsize - signed
+    out, p = self.const_like(1), self
+    for k in range(bits):
+      out = (b & (1 << k)).ne(0).where(out * p, out)
+      if k < bits - 1: p = p * p
+    if not signed: return out
+    # 1 ** -e is 1, (-1) ** -e is -1 for odd e and 1 for even, any other base (0 too) truncates to 0
+    one, zero = self.const_like(1), self.const_like(0)
+    neg = self.eq(1).where(one, self.eq(-1).where((b & 1).ne(0).where(-one, one), zero))
+    return (b < 0).where(neg, out)
   def maximum(self, x):
     if not self.tensor_level: return self.alu(Ops.MAX, self._kc(x))
     a, b = self._broadcasted(x)
@@ -978,7 +1035,8 @@ def _idiv(a, b):
   q = abs(a) // abs(b)
   return q if (a >= 0) == (b > 0) else -q
 def _mod(a, b):
-  if isinstance(a, float) or isinstance(b, float): return math.fmod(a, b) if b != 0 else math.nan
+  # (C's fmod: NaN for an infinite dividend, where math.fmod raises)
+  if isinstance(a, float) or isinstance(b, float): return math.fmod(a, b) if b != 0 and not math.isinf(a) else math.nan
   return 0 if b == 0 else a - b * _idiv(a, b)
 def _max(a, b):
   if isinstance(a, float) and math.isnan(a): return a

@@ -1,5 +1,5 @@
 """Regression tests for results that were silently wrong (each failed before its fix)."""
-import operator
+import math, operator
 import numpy as np
 import pytest
 import torch
@@ -229,3 +229,11 @@ def test_mode_padding_with_a_negative_side(mode):
       with pytest.raises(Exception): Tensor(x).pad(pads, mode=mode).numpy()
       continue
     np.testing.assert_array_equal(Tensor(x).pad(pads, mode=mode).numpy(), want, err_msg=f"{mode} {pads}")
+
+def test_python_device_float_remainder_of_infinity():
+  # math.fmod raises for an infinite dividend (C's fmod gives NaN): % and // crashed on the PYTHON device
+  for device in ("PYTHON", "CPU"):
+    a = Tensor([math.inf, -math.inf, 5.0, -1.0], device=device)
+    b = Tensor([2.0, 3.0, math.inf, math.inf], device=device)
+    np.testing.assert_array_equal((a % b).numpy(), torch.tensor([math.inf, -math.inf, 5.0, -1.0]).remainder(torch.tensor([2.0, 3.0, math.inf, math.inf])).numpy())
+    np.testing.assert_array_equal((a // b).numpy(), torch.tensor([math.inf, -math.inf, 5.0, -1.0]).div(torch.tensor([2.0, 3.0, math.inf, math.inf]), rounding_mode="floor").numpy())
