@@ -175,7 +175,12 @@ class ElementwiseMixin(TensorMixin):
   def trunc(self: Tensor) -> Tensor: return self._wrap(self.uop.trunc())
   def floor(self: Tensor) -> Tensor: return self._wrap(self.uop.floor())
   def ceil(self: Tensor) -> Tensor: return self._wrap(self.uop.ceil())
-  def round(self: Tensor) -> Tensor: return self._wrap(self.uop.round())
+  def round(self: Tensor, decimals: int = 0) -> Tensor:
+    """Half to even; with decimals, at that many places after the point (negative: before it), as torch computes it."""
+    if not decimals: return self._wrap(self.uop.round())
+    if not dtypes.is_float(self.dtype): raise TypeError(f"round(decimals={decimals}) needs a float tensor, got {self.dtype} (torch too)")
+    scale = 10.0 ** abs(decimals)
+    return (self * scale).round() / scale if decimals > 0 else (self / scale).round() * scale
   def square(self: Tensor) -> Tensor: return type(self)(self.uop.square())
   def sign(self: Tensor) -> Tensor: return self._wrap(self.uop.sign())
   def relu(self: Tensor) -> Tensor: return type(self)(self.uop.relu())
@@ -266,6 +271,13 @@ class ElementwiseMixin(TensorMixin):
     return self.logical_not() if self.dtype == dtypes.bool else self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ dtypes.max(self.dtype)
   def lshift(self: Tensor, x) -> Tensor: return self._bitwise(Ops.SHL, x)
   def rshift(self: Tensor, x) -> Tensor: return self._bitwise(Ops.SHR, x)
+  bitwise_left_shift, bitwise_right_shift = lshift, rshift
+  # more torch spellings
+  def floor_divide(self: Tensor, x) -> Tensor: return self.idiv(x)
+  def remainder(self: Tensor, x) -> Tensor: return self.mod(x)
+  def true_divide(self: Tensor, x) -> Tensor: return self.div(x)
+  def clamp_min(self: Tensor, min) -> Tensor: return self.clip(min, None)
+  def clamp_max(self: Tensor, max) -> Tensor: return self.clip(None, max)
   def logical_and(self: Tensor, x) -> Tensor: return self.bool() & self._to_tensor(x).bool()
   def logical_or(self: Tensor, x) -> Tensor: return self.bool() | self._to_tensor(x).bool()
   def logical_xor(self: Tensor, x) -> Tensor: return self.bool() ^ self._to_tensor(x).bool()
@@ -301,6 +313,8 @@ class ElementwiseMixin(TensorMixin):
   def __rxor__(self: Tensor, x): return self._bitwise(Ops.XOR, x, True)
   def __lshift__(self: Tensor, x): return self._bitwise(Ops.SHL, x)
   def __rshift__(self: Tensor, x): return self._bitwise(Ops.SHR, x)
+  def __rlshift__(self: Tensor, x): return self._bitwise(Ops.SHL, x, True)
+  def __rrshift__(self: Tensor, x): return self._bitwise(Ops.SHR, x, True)
   def __invert__(self: Tensor): return self.bitwise_not()
   # in place, as in torch and tinygrad: the tensor (and views of it) keep their identity and see the new value
   def __iadd__(self: Tensor, x): return self._inplace(self.add(x))

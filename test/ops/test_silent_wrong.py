@@ -237,3 +237,16 @@ def test_python_device_float_remainder_of_infinity():
     b = Tensor([2.0, 3.0, math.inf, math.inf], device=device)
     np.testing.assert_array_equal((a % b).numpy(), torch.tensor([math.inf, -math.inf, 5.0, -1.0]).remainder(torch.tensor([2.0, 3.0, math.inf, math.inf])).numpy())
     np.testing.assert_array_equal((a // b).numpy(), torch.tensor([math.inf, -math.inf, 5.0, -1.0]).div(torch.tensor([2.0, 3.0, math.inf, math.inf]), rounding_mode="floor").numpy())
+
+@pytest.mark.parametrize("dtype,tdt", [(dtypes.int32, torch.int32), (dtypes.int8, torch.int8), (dtypes.uint8, torch.uint8), (dtypes.int64, torch.int64)])
+def test_shifts_by_negative_or_too_wide_counts(dtype, tdt):
+  # C leaves them undefined (x86 took the count modulo the width: x >> 32 was x, x << -1 was x << 31); torch gives 0, or
+  # -1 shifting a negative right
+  vals = [4, 3, 1, 0] if dtype == dtypes.uint8 else [4, 3, -8, -1]
+  bits = 8 * dtype.itemsize
+  for s in (-1, 1, bits - 1, bits, bits + 1, 100):
+    if dtype == dtypes.uint8 and s < 0: continue
+    a, p = Tensor(vals, dtype=dtype), torch.tensor(vals, dtype=tdt)
+    assert (a << s).tolist() == (p << s).tolist() and (a >> s).tolist() == (p >> s).tolist(), s
+    cnt = [s, 1, 0, s]
+    assert (a >> Tensor(cnt, dtype=dtype)).tolist() == (p >> torch.tensor(cnt, dtype=tdt)).tolist(), s

@@ -92,3 +92,26 @@ def test_torch_call_forms_that_crashed():
   with pytest.raises(TypeError): t.permute((1, 0), dims=(1, 0))
   _same(t.repeat_interleave(2, 1, output_size=6), p.repeat_interleave(2, 1, output_size=6))
   with pytest.raises(RuntimeError, match="output_size"): t.repeat_interleave(2, output_size=5)
+
+def test_elementwise_torch_spellings():
+  a = np.array([-7.5, -2.0, 0.0, 3.25, 7.0], np.float32)
+  t, p = Tensor(a), torch.from_numpy(a)
+  for x in (2, -3.0, Tensor([1.5, -2.0, 4.0, 2.0, -1.0])):
+    px = torch.from_numpy(x.numpy()) if isinstance(x, Tensor) else x
+    _same(t.floor_divide(x), p.floor_divide(px))
+    _same(t.remainder(x), p.remainder(px))
+    _same(t.true_divide(x), p.true_divide(px))
+  _same(t.clamp_min(-1.0), p.clamp_min(-1.0))
+  _same(t.clamp_max(1), p.clamp_max(1))
+  i = np.array([1, 3, -8, 100], np.int32)
+  ti, pi = Tensor(i), torch.from_numpy(i)
+  _same(ti.bitwise_left_shift(2), pi.bitwise_left_shift(2))
+  _same(ti.bitwise_right_shift(Tensor([1, 2, 3, 4], dtype=ti.dtype)), pi.bitwise_right_shift(torch.tensor([1, 2, 3, 4], dtype=torch.int32)))
+  _same(1 << Tensor([1, 2, 30], dtype=ti.dtype), 1 << torch.tensor([1, 2, 30], dtype=torch.int32))
+  _same(256 >> Tensor([1, 2, 9], dtype=ti.dtype), 256 >> torch.tensor([1, 2, 9], dtype=torch.int32))
+
+@pytest.mark.parametrize("decimals", [0, 1, 2, -1, -2])
+def test_round_decimals(decimals):
+  x = np.array([1.234, -2.55, 0.125, 1234.5, 1250.0, -0.05, 7.0], np.float32)
+  _same(Tensor(x).round(decimals=decimals), torch.from_numpy(x).round(decimals=decimals))
+  if decimals: pytest.raises(TypeError, Tensor([1, 2]).round, decimals=decimals)
