@@ -143,9 +143,11 @@ def compiler_flags(cc: str) -> tuple[str, ...]: return _compiler_flags(cc, targe
 def _compiler_flags(cc: str, isa: tuple[str, int, int]) -> tuple[str, ...]:
   """CFLAGS plus workarounds for known compiler bugs, checked once per process against the patterns they broke."""
   # gcc 12's loop vectorizer miscompiles a sum of reversed loads gathered into a vector initializer
-  # (flip(0).sum() of arange(10) gave 53); our kernels are explicit SIMD, so the auto-vectorizer adds little
+  # (flip(0).sum() of arange(10) gave 53), and its SLP vectorizer drops the float16 rounding of one of a kernel's loads
+  # rounded float32 -> float16 -> float32 (a float16 matmul of float32 inputs cast in the same kernel: a quarter of the
+  # results off by an ulp); our kernels are explicit SIMD, so the auto-vectorizers add little
   march = f"-march={isa[0]}"
-  flags = (*(march if f == "-march=native" else f for f in CFLAGS), *([] if is_clang(cc) else ["-fno-tree-loop-vectorize"]))
+  flags = (*(march if f == "-march=native" else f for f in CFLAGS), *([] if is_clang(cc) else ["-fno-tree-loop-vectorize", "-fno-tree-slp-vectorize"]))
   check_compiler(cc, flags)
   return flags
 

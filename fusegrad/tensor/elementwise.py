@@ -8,10 +8,10 @@ import math
 from functools import partial
 from typing import TYPE_CHECKING, Any
 from fusegrad import buffers
-from fusegrad.dtype import FLOATS, DType, dtypes, result_dtype, to_dtype, category
+from fusegrad.dtype import FLOATS, DType, dtypes, result_dtype, to_dtype, truncate, category
 from fusegrad.gradient import with_derivative
 from fusegrad.helpers import TensorError
-from fusegrad.uop.ops import DERIVATIVE, Ops, UOp, _elementwise
+from fusegrad.uop.ops import DERIVATIVE, Ops, UOp, _elementwise, wide_dtype
 from fusegrad.tensor.common import TensorMixin, is_tensor, _shrink_dim
 
 if TYPE_CHECKING:
@@ -220,6 +220,8 @@ class ElementwiseMixin(TensorMixin):
       # and that shared node would take this gradient rule in place of maximum's (ties split 0.5/0.5)
       if min_ is not None: min_ = self._operand(min_)  # (numpy scalars as numbers)
       if max_ is not None: max_ = self._operand(max_)
+      if any(b is not None and b != b for b in (min_, max_)) and dtypes.is_float(self.dtype):  # a NaN bound: NaN, as torch
+        return self * 0 + math.nan  # (and a zero gradient, as torch's)
       x = self.uop  # built on nodes, gradient rule included: this runs for every clamp of an eager program
       if (dtype := x.dtype) in _FLOAT_DTYPES and x.vshape is (shape := x.shape):
         # a float tensor keeps its dtype: the nodes below, with each bound's constant made once
@@ -247,7 +249,14 @@ class ElementwiseMixin(TensorMixin):
     if lo is None: return (x <= hi).where(x, (x > hi).where(hi, out))
     return ((x >= lo) & (x <= hi)).where(x, ((x > hi) | ((hi < lo) & (x == x))).where(hi, ((x < lo) & (lo < hi)).where(lo, out)))
   def clamp(self: Tensor, min=None, max=None) -> Tensor: return self.clip(min, max)
-  def lerp(self: Tensor, end, weight) -> Tensor: return self + (end - self) * weight
+  def lerp(self: Tensor, end, weight) -> Tensor:
+    """torch's two forms: from self for |weight| < 0.5, from end otherwise (so weight 1 gives end exactly)."""
+    diff = end - self
+    if not is_tensor(weight):  # the weight and 1 - weight rounded as torch's kernel does, in its float32 (or float64) math
+      math_dt = wide_dtype(diff.dtype) if dtypes.is_float(diff.dtype) else dtypes.default_float
+      w = truncate(math_dt, weight)
+      return self + diff * w if abs(w) < 0.5 else end - diff * truncate(math_dt, 1 - w)
+    return (weight.abs() < 0.5).where(self + diff * weight, end - diff * (1 - weight))
   def __lt__(self: Tensor, x) -> Tensor:
     return t if (t := self._fast_binary(Ops.CMPLT, x)) is not None else type(self)(self.uop.__lt__(self._operand(x)))
   def __gt__(self: Tensor, x) -> Tensor:

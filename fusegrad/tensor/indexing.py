@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 from fusegrad.dtype import DType, dtypes, to_dtype
 from fusegrad.helpers import TensorError, flatten, prod
-from fusegrad.uop.ops import Ops, UOp, _movement, broadcast_shape
+from fusegrad.uop.ops import Ops, UOp, _movement, broadcast_shape, wide_dtype
 from fusegrad.tensor.elementwise import _fmath
 from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, value_device, _arange, _from_last, _norm, _norm_axis, _note_view, _pad_dim, _pick, _to_last
 
@@ -709,7 +709,9 @@ class IndexingMixin(TensorMixin):
     x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype() if op in ("sum", "prod") else self.dtype)
     if x.ndim == 0: _norm(axis, 0); return x
     d = _norm(axis, x.ndim)
-    return _from_last(_scan(_to_last(x, d), op), d)
+    # 16-bit floats carry their running sums and products in float32 (the blocked scan rounded each block's carry)
+    wide = wide_dtype(x.dtype) if op in ("sum", "prod") else x.dtype
+    return _from_last(_scan(_to_last(x.cast(wide), d), op), d).cast(x.dtype)
   def cumsum(self: Tensor, axis: int | None = None, dtype=None, *, dim: int | None = None) -> Tensor:
     """Running sum along axis (O(n * 32) work: blocked window sums). Small ints accumulate in int32 (torch: int64)."""
     return self._scan_op(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "sum", dtype)

@@ -135,7 +135,10 @@ class ReduceMixin(TensorMixin):
     m, n = x.shape[-2], w.shape[-1]
     xb = x.reshape(x.shape[:-1] + (1, k1))._broadcast_to(batch + (m, n, k1))
     wb = w.transpose(-1, -2).reshape(w.shape[:-2] + (1, n, k1))._broadcast_to(batch + (m, n, k1))
-    out = (xb * wb).sum(-1, dtype=dt)  # like torch, integer matmul keeps its dtype (and wraps)
+    # like torch, integer matmul keeps its dtype (and wraps), and 16-bit floats multiply and add in float32 and round once
+    # (a float16 product rounded to 16 bits could overflow: 300 * 300 - 300 * 300 was NaN)
+    wide = wide_dtype(dt)
+    out = (xb.cast(wide) * wb.cast(wide)).sum(-1, dtype=wide).cast(dt)
     if -1 in squeeze: out = out.squeeze(-1)
     if -2 in squeeze: out = out.squeeze(-1 if -1 in squeeze else -2)
     return out
@@ -199,15 +202,17 @@ class ReduceMixin(TensorMixin):
         sizes[c] = s if sizes.get(c, 1) == 1 else sizes[c]
     everything = out + [c for lab, _ in xs for c in lab if c not in out]
     everything = list(dict.fromkeys(everything))
-    prodt = None
+    # 16-bit floats multiply and add in float32 and round once, as matmul does
+    prod_dt = least_upper_dtype(*[o.dtype for _, o in xs])
+    wide, prodt = wide_dtype(prod_dt), None
     for lab, o in xs:
       o = o.permute(tuple(sorted(range(len(lab)), key=lambda i: everything.index(lab[i])))) if lab else o
       present = sorted(lab, key=everything.index)
-      o = o.reshape(tuple(o.shape[present.index(c)] if c in present else 1 for c in everything))
+      o = o.reshape(tuple(o.shape[present.index(c)] if c in present else 1 for c in everything)).cast(wide)
       prodt = o if prodt is None else prodt * o
     prodt = prodt._broadcast_to(tuple(sizes.get(c, 1) for c in everything))
-    dt = to_dtype(dtype or acc_dtype) if (dtype or acc_dtype) is not None else prodt.dtype
-    if len(everything) > len(out): prodt = prodt.sum(tuple(range(len(out), len(everything))), dtype=dt)
+    dt = to_dtype(dtype or acc_dtype) if (dtype or acc_dtype) is not None else prod_dt
+    if len(everything) > len(out): prodt = prodt.sum(tuple(range(len(out), len(everything))), dtype=wide if wide != prod_dt else dt)
     return prodt.cast(dt)
   def outer(self: Tensor, other: Tensor) -> Tensor:
     if self.ndim != 1 or other.ndim != 1: raise RuntimeError(f"outer(): expects 1-d tensors, got {self.shape} and {other.shape}")

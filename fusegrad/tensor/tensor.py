@@ -170,13 +170,18 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if isinstance(data, UOp): self.uop = data
     elif isinstance(data, Tensor): self.uop = data.cast(dtype).to(device).uop if dtype else data.to(device).uop
     elif data is None: self.uop = Tensor.empty(0, device=device, dtype=dtype or dtypes.default_float).uop
-    elif isinstance(data, (bool, int, float)): self.uop = Tensor._const(data, _checked_dtype([data], dtype), device, ())
+    # (np.float64 is a float: it goes with the numpy values below, keeping its dtype)
+    elif isinstance(data, (bool, int, float)) and type(data).__module__ != "numpy": self.uop = Tensor._const(data, _checked_dtype([data], dtype), device, ())
     elif isinstance(data, (list, tuple)):
       shape = _shape_of(data)
       flat = _flat(data)
       for v in flat:
         if not isinstance(v, (bool, int, float)) and not hasattr(v, "item"):
           raise TypeError(f"Tensor() got an element of type {type(v).__name__}; expected numbers (or nested lists of them)")
+      # numpy scalars of one dtype keep it, as torch (np.float64 values would become float32)
+      if dtype is None and flat and len(kinds := {v.dtype for v in flat if type(v).__module__ == "numpy" and hasattr(v, "dtype")}) == 1 \
+         and all(type(v).__module__ == "numpy" for v in flat):
+        dtype = to_dtype(kinds.pop().name)
       flat = [v.item() if hasattr(v, "item") else v for v in flat]
       dtype = _checked_dtype(flat, dtype) if flat else dtype or dtypes.default_float
       self.uop = Tensor._from_bytes(_pack(flat, dtype), dtype, device, shape)
@@ -187,6 +192,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       import numpy as np
       arr = np.asarray(data)
       if arr.dtype == object: raise TypeError("Tensor() cannot take a numpy object array")
+      if not arr.dtype.isnative: arr = arr.astype(arr.dtype.newbyteorder("="))  # big-endian bytes were read as native
       src_dtype = to_dtype(arr.dtype.name)
       arr = np.ascontiguousarray(arr).reshape(arr.shape)  # ascontiguousarray makes 0-d arrays 1-d
       self.uop = Tensor._from_bytes(arr.tobytes(), src_dtype, device, arr.shape)

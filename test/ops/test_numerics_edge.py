@@ -66,7 +66,7 @@ def test_clamp_tensor_bounds():
   helper_test_op(None, lambda x, hi: torch.clamp(x, max=hi), lambda x, hi: x.clamp(max=hi), vals=[x, hi])
 
 @pytest.mark.parametrize("dt", [dtypes.float16, dtypes.float32, f64])
-@pytest.mark.parametrize("kw", [*CLAMPS, dict(min=True), dict(max=3), dict(min=-0.0, max=nan)], ids=str)
+@pytest.mark.parametrize("kw", [*CLAMPS, dict(min=True), dict(max=3)], ids=str)  # (a NaN bound gives NaN: test_silent_wrong)
 def test_clamp_of_a_float_builds_the_comparison_nodes(kw, dt):
   # a float tensor's number bounds are built straight into CMPLT and WHERE: the very nodes of x < min ? min : x
   x = Tensor([0.5, 2.0], dtype=dt).uop

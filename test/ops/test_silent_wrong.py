@@ -250,3 +250,50 @@ def test_shifts_by_negative_or_too_wide_counts(dtype, tdt):
     assert (a << s).tolist() == (p << s).tolist() and (a >> s).tolist() == (p >> s).tolist(), s
     cnt = [s, 1, 0, s]
     assert (a >> Tensor(cnt, dtype=dtype)).tolist() == (p >> torch.tensor(cnt, dtype=tdt)).tolist(), s
+
+@pytest.mark.parametrize("dtype,tdt", [(dtypes.float16, torch.float16), (dtypes.bfloat16, torch.bfloat16)])
+def test_16bit_matmul_multiplies_and_adds_in_float32(dtype, tdt):
+  # each product was rounded to 16 bits (300 * 300 overflowed float16 to inf, and inf - inf is NaN); torch rounds once
+  assert (Tensor([[300.0, 300.0]], dtype=dtype) @ Tensor([[300.0], [-300.0]], dtype=dtype)).tolist() == [[0.0]]
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((3, 8, 64)).astype(np.float32), rng.standard_normal((64, 8)).astype(np.float32)
+  pa, pb = torch.from_numpy(a).to(tdt), torch.from_numpy(b).to(tdt)
+  got = Tensor(a).cast(dtype) @ Tensor(b).cast(dtype)
+  assert got.dtype == dtype
+  np.testing.assert_array_equal(got.float().numpy(), (pa @ pb).float().numpy())
+  np.testing.assert_array_equal(Tensor.einsum("bik,kj->bij", Tensor(a).cast(dtype), Tensor(b).cast(dtype)).float().numpy(),
+                                torch.einsum("bik,kj->bij", pa, pb).float().numpy())
+
+@pytest.mark.parametrize("dtype,tdt", [(dtypes.float16, torch.float16), (dtypes.bfloat16, torch.bfloat16)])
+def test_16bit_cumsum_and_cumprod_carry_in_float32(dtype, tdt):
+  # the blocked scan rounded each block's carried prefix to 16 bits: the last of [2048, 0.5 x 31, -2048] summed to 16
+  for vals, op in (([2048.0] + [0.5] * 31 + [-2048.0], "cumsum"), ([1.5] * 20 + [1 / 1.5] * 20, "cumprod"), (list(np.linspace(-3, 3, 100)), "cumsum")):
+    got, want = getattr(Tensor(vals, dtype=dtype), op)(0), getattr(torch.tensor(vals, dtype=tdt), op)(0)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=1e-2, atol=1e-2 if op == "cumsum" else 0)
+    assert got.float().numpy()[-1] == want.float().numpy()[-1]
+
+def test_lerp_switches_form_at_half_weight():
+  # start + w * (end - start) lost end at w = 1 (1e8 -> 1 gave 0); torch computes end - (end - start) * (1 - w) for |w| >= 0.5
+  # (torch fuses the multiply-add, so the last bit may differ)
+  s, e = torch.tensor([1e8, -3.0, 0.1]), torch.tensor([1.0, 7.0, 1e-8])
+  assert Tensor(s.numpy()).lerp(Tensor(e.numpy()), 1.0).tolist() == e.tolist()
+  for w in (1.0, 0.9999999, 0.5, 0.49, -0.7, 2.0):
+    np.testing.assert_allclose(Tensor(s.numpy()).lerp(Tensor(e.numpy()), w).numpy(), torch.lerp(s, e, w).numpy(), rtol=2e-7, err_msg=str(w))
+  wt = torch.tensor([1.0, 0.25, -0.6])
+  np.testing.assert_allclose(Tensor(s.numpy()).lerp(Tensor(e.numpy()), Tensor(wt.numpy())).numpy(), torch.lerp(s, e, wt).numpy(), rtol=2e-7)
+
+def test_clamp_with_a_nan_bound_is_nan():
+  x = torch.tensor([1.0, -2.0, math.inf])
+  for kw in ({"min": math.nan}, {"max": math.nan}, {"min": 0.0, "max": math.nan}, {"min": math.nan, "max": 1.0}):
+    np.testing.assert_array_equal(Tensor(x.numpy()).clamp(**kw).numpy(), x.clamp(**kw).numpy(), err_msg=str(kw))
+
+def test_numpy_inputs_keep_their_dtype_and_byte_order():
+  # a big-endian array was read as native bytes ([1, 256] came out [16777216, 65536]); np.float64(2.5) became float32
+  assert Tensor(np.array([1, 256], dtype=">i4")).tolist() == [1, 256]
+  assert Tensor(np.array([1.5, -2.0], dtype=">f8")).tolist() == [1.5, -2.0]
+  assert Tensor(np.float64(0.1)).dtype == dtypes.float64 and Tensor(np.float64(0.1)).item() == 0.1
+  assert Tensor([np.float64(0.1), np.float64(0.2)]).dtype == dtypes.float64
+  assert Tensor([np.int8(3), np.int8(4)]).dtype == dtypes.int8 and Tensor([np.float16(1.0)]).dtype == dtypes.float16
+  assert Tensor([np.int8(3), 4]).dtype == dtypes.int32  # mixed with Python numbers: the usual inference
+  assert Tensor(np.float64(2.5), dtype=dtypes.float32).dtype == dtypes.float32
