@@ -1,7 +1,8 @@
-"""What the gcc workaround costs: kernels compiled with our flags (gcc gets -fno-tree-loop-vectorize: gcc 12.2's loop
-vectorizer miscompiled reversed loads) against the same kernels without it, interleaved in one process.
+"""What the gcc workarounds cost: kernels compiled with our flags (gcc gets -fno-tree-loop-vectorize and
+-fno-tree-slp-vectorize: gcc 12.2's loop vectorizer miscompiled reversed loads and its SLP vectorizer a float16 rounding)
+against the same kernels without them, interleaved in one process.
 
-usage: python bench/compiler_flags.py      (a ratio above 1 means the workaround is faster; noise is about +-15% on 2 cores)"""
+usage: python bench/compiler_flags.py      (a ratio above 1 means the workarounds are faster; noise is about +-15% on 2 cores)"""
 import statistics
 from common import env_info, Row, print_table  # first: drops OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE before numpy loads
 import numpy as np
@@ -9,7 +10,7 @@ from fusegrad import Tensor, GlobalCounters
 from fusegrad.engine import realize
 from fusegrad.runtime import ops_cpu
 
-WORKAROUND = "-fno-tree-loop-vectorize"
+WORKAROUNDS = ("-fno-tree-loop-vectorize", "-fno-tree-slp-vectorize")
 
 def workloads() -> dict:
   rng = np.random.default_rng(0)
@@ -30,7 +31,7 @@ def kernel_ms(fn, reps: int = 7) -> float:
 
 def rows(rounds: int = 4) -> list[Row]:
   ours = ops_cpu.compiler_flags
-  def without(cc: str) -> tuple[str, ...]: return tuple(f for f in ours(cc) if f != WORKAROUND)
+  def without(cc: str) -> tuple[str, ...]: return tuple(f for f in ours(cc) if f not in WORKAROUNDS)
   work, best = workloads(), {}
   try:
     for r in range(rounds):
@@ -44,4 +45,4 @@ def rows(rounds: int = 4) -> list[Row]:
 if __name__ == "__main__":
   print(env_info())
   print(f"compiler {ops_cpu.find_compiler()}, flags {' '.join(ops_cpu.compiler_flags(ops_cpu.find_compiler()))}")
-  print_table(rows(), "fusegrad's flags vs the same without " + WORKAROUND)
+  print_table(rows(), "fusegrad's flags vs the same without " + " ".join(WORKAROUNDS))
