@@ -698,10 +698,13 @@ class IndexingMixin(TensorMixin):
     if n == 0: raise IndexError(f"mode(): cannot take the mode of an empty dim {d} of {self.shape}")
     x = _to_last(self, d)
     xd = x.detach().cast(dtypes.uint8) if self.dtype == dtypes.bool else x.detach()
-    count = (xd.unsqueeze(-1) == xd.unsqueeze(-2)).sum(-1, dtype=IDX)
+    # NaN is a value like any other here (torch): it equals NaN, and it is the largest in a tie
+    def same(a: Tensor, b: Tensor) -> Tensor: return (a == b) | (a.isnan() & b.isnan()) if dtypes.is_float(xd.dtype) else a == b
+    count = same(xd.unsqueeze(-1), xd.unsqueeze(-2)).sum(-1, dtype=IDX)
     best = count == count.max(-1, keepdim=True)
-    v = best.where(xd, _scan_identity("min", xd.dtype)).min(-1, keepdim=True)
-    idx = (best & (xd == v)).where(_arange(n, self), -1).max(-1, keepdim=True)
+    num = best & xd.isnan().logical_not()
+    v = num.any(-1, keepdim=True).where(num.where(xd, _scan_identity("min", xd.dtype)).min(-1, keepdim=True), math.nan if dtypes.is_float(xd.dtype) else 0)
+    idx = (best & same(xd, v)).where(_arange(n, self), -1).max(-1, keepdim=True)
     vals = x.gather(-1, idx)
     if not keepdim: return vals.squeeze(-1), idx.squeeze(-1)
     return _from_last(vals, d), _from_last(idx, d)

@@ -297,3 +297,15 @@ def test_numpy_inputs_keep_their_dtype_and_byte_order():
   assert Tensor([np.int8(3), np.int8(4)]).dtype == dtypes.int8 and Tensor([np.float16(1.0)]).dtype == dtypes.float16
   assert Tensor([np.int8(3), 4]).dtype == dtypes.int32  # mixed with Python numbers: the usual inference
   assert Tensor(np.float64(2.5), dtype=dtypes.float32).dtype == dtypes.float32
+
+def test_mode_counts_nan_as_a_value():
+  # NaN never equalled itself: mode([nan, nan, 1]) was (1, 2) and mode([nan, nan]) (0.0, -1), a value not in the input
+  for vals, want in (([math.nan, math.nan, 1.0], math.nan), ([math.nan, math.nan], math.nan), ([3.0, math.nan, 3.0, math.nan], 3.0),
+                     ([1.0, 2.0, 2.0, 1.0], 1.0), ([5.0], 5.0)):
+    v, i = Tensor(vals).mode()
+    assert (v.item() == want or (v.item() != v.item() and want != want)) and 0 <= i.item() < len(vals), vals
+    assert vals[i.item()] == v.item() or (vals[i.item()] != vals[i.item()] and want != want), vals
+    tv = torch.tensor(vals).mode().values.item()
+    assert (tv == want) or (tv != tv and want != want)
+  v, i = Tensor([[1, 1, 2], [3, 2, 2]], dtype=dtypes.int32).mode(1)
+  assert v.tolist() == [1, 2] and i.tolist() == [1, 2]
