@@ -4,7 +4,7 @@ randint, the initializers, multinomial, bernoulli, randperm) and from memory (fr
 Tensor inherits CreationMixin; the constructors are classmethods, so `Tensor.zeros(2, 3)` builds a Tensor. Random
 numbers are counter-based: a hash of (seed, element counter) computed on the device (engine/rng.py holds the counter)."""
 from __future__ import annotations
-import ctypes, math
+import ctypes, math, operator
 from typing import TYPE_CHECKING, Any
 from fusegrad.dtype import DType, dtypes, to_dtype, truncate
 from fusegrad.device import Buffer, canonicalize
@@ -17,6 +17,12 @@ from fusegrad.tensor.indexing import _sort_rank
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
+
+def _int_bound(v: Any, name: str) -> int:
+  # an integral float (randint(high=1e3)) is taken as before; a fraction would silently move the range
+  if isinstance(v, float) and v.is_integer(): return int(v)
+  try: return operator.index(v)  # ints, numpy ints
+  except TypeError: raise TypeError(f"randint's {name} must be an int, got {v!r}") from None
 
 class CreationMixin(TensorMixin):
   # ---------------- building the graph of a new tensor (UOps; no Tensor yet)
@@ -120,6 +126,9 @@ class CreationMixin(TensorMixin):
     shape = cls._shape_arg(shape)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
     if not dtypes.is_float(dtype): raise TypeError(f"rand needs a float dtype, got {dtype}")
+    if dtype == dtypes.float64:  # 53 bits from two words (the first the high one): every double k * 2**-53 in [0, 1)
+      w = cls._random_bits((2, *shape), device).cast(dtypes.uint64)
+      return cls((((w[0] << 21) | (w[1] >> 11)).cast(dtypes.float64) * 2.0 ** -53).uop, **kwargs)
     bits = min(dtypes.finfo(dtype)[1] + 1, 24)  # values k * 2**-bits are exact in dtype, so the result stays < 1
     x = (cls._random_bits(shape, device) >> (32 - bits)).cast(dtypes.float32) * (2.0 ** -bits)
     return cls(x.cast(dtype).uop, **kwargs)
@@ -135,14 +144,34 @@ class CreationMixin(TensorMixin):
   @classmethod
   def randint(cls: type[Tensor], *shape, low: int = 0, high: int = 10, device: str | None = None, dtype: DType | str | None = None,
               **kwargs) -> Tensor:
+    low, high = _int_bound(low, "low"), _int_bound(high, "high")
     if high <= low: raise TensorError(f"randint needs low < high, got low={low}, high={high}")
+    if high - low > 2**64: raise TensorError(f"randint's range high - low must be at most 2**64, got {high - low}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.int32
-    x = (cls.rand(*shape, device=device, dtype=dtypes.float32) * (high - low)).floor().cast(dtypes.int64) + low
-    return cls(x.minimum(high - 1).cast(dtype).uop, **kwargs)
+    # low + k wraps in uint64; a negative low needs the int64 view of it, a high above 2**63 (uint64) the unsigned one
+    x = cls._random_below(cls._shape_arg(shape), high - low, device) + (low & 0xffffffffffffffff)
+    return cls((x.bitcast(dtypes.int64) if low < 0 else x).cast(dtype).uop, **kwargs)
+  @classmethod
+  def _random_below(cls: type[Tensor], shape: tuple[int, ...], r: int, device: str | None) -> Tensor:
+    """uint64 integers uniform on [0, r), 1 <= r <= 2**64: floor(U * r / 2**(32k)) for U of k random words. Each outcome
+    gets floor or ceil of 2**(32k) / r of the U's, a relative bias under r / 2**(32k): k = 2 (3 past 2**32) keeps it
+    under 2**-32, where scaling a float (24 bits) left gaps and 32 bits alone would favour some values up to 2x."""
+    k = 2 if r <= 2**32 else 3
+    words = cls._random_bits((k, *shape), device).cast(dtypes.uint64)
+    r1, r0 = r >> 32, r & 0xffffffff
+    c = None  # floor(U' * r / 2**(32i)) for U' the i lowest words: below r, so below 2**64
+    for i in reversed(range(k)):  # the lowest word first, so the first word drawn is the high one
+      # (w * r + c) >> 32 without a 96-bit product: r and c split in 32-bit halves, each partial product fits 64 bits
+      w = words[i]
+      t = w * r0 if c is None else w * r0 + (c & 0xffffffff)
+      c = t >> 32 if c is None else (t >> 32) + (c >> 32)
+      if r1: c = c + w * r1
+    return c
   @classmethod
   def uniform(cls: type[Tensor], *shape, low: float = 0.0, high: float = 1.0, dtype: DType | str | None = None, **kwargs) -> Tensor:
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    return ((high - low) * cls.rand(*shape, **kwargs) + low).cast(dtype)
+    # float64 asks rand for its 53 bits; the other dtypes compute in float32, as before
+    return ((high - low) * cls.rand(*shape, dtype=dtypes.float64 if dtype == dtypes.float64 else None, **kwargs) + low).cast(dtype)
   @classmethod
   def normal(cls: type[Tensor], *shape, mean: float = 0.0, std: float = 1.0, dtype: DType | str | None = None, **kwargs) -> Tensor:
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
