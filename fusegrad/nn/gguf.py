@@ -16,6 +16,7 @@ from fusegrad.device import Buffer, canonicalize
 from fusegrad.dtype import DType, dtypes
 from fusegrad.helpers import prod
 from fusegrad.tensor import Tensor
+from fusegrad.uop.ops import Ops
 
 __all__ = ["GGUFError", "GGMLType", "GGML_TYPES", "GGUFTensorInfo", "GGUFFile", "read_gguf", "gguf_load", "dequantize", "to_ggml_type",
            "SUPPORTED_TYPES"]
@@ -360,8 +361,10 @@ def _f16h(b: Tensor, at: int) -> Tensor:
 def _fields(x: Tensor, n: int, width: int) -> Tensor:
   """x (..., k) bytes -> (..., n, k) with [..., i, j] = (x[..., j] >> width*i) & (2**width - 1): the i-th bit field of each byte.
   One load per output element, shifted by an index-derived amount, so it fuses into whatever reads it."""
-  shifts = Tensor.arange(0, n * width, width, dtype=x.dtype, device=x.device).reshape(n, 1)
-  return (x.unsqueeze(-2).expand(*x.shape[:-1], n, x.shape[-1]) >> shifts) & ((1 << width) - 1)
+  xs = x.unsqueeze(-2).expand(*x.shape[:-1], n, x.shape[-1])
+  shifts = Tensor.arange(0, n * width, width, dtype=x.dtype, device=x.device).reshape(n, 1).expand(xs.shape)
+  # (the counts are below the byte's width: the plain shift, without >>'s check of each count, inside every matmul)
+  return Tensor(xs.uop.alu(Ops.SHR, shifts.uop)) & ((1 << width) - 1)
 
 def _nibbles(x: Tensor) -> Tensor:
   """(n, k) bytes -> (n, 2k): the k low nibbles, then the k high ones (the order Q4/Q5 blocks store their 2k values in)."""

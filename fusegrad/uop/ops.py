@@ -553,11 +553,13 @@ class OpBuilder:
     if dtypes.is_float(a.dtype): raise TypeError(f"bitwise {op.name.lower()} needs integer or bool tensors, got {a.dtype}")
     if op not in (Ops.SHL, Ops.SHR) or a.dtype == dtypes.bool: return a.alu(op, b)
     # a shift by a negative count or by the width or more is undefined in C (x86 takes the count modulo the width: x >> 32
-    # was x); torch gives what shifting bit by bit would, 0 (or -1 shifting a negative right)
-    inside = (b >= 0) & (b < 8 * a.dtype.itemsize)
-    shifted = a.alu(op, inside.where(b, 0))
+    # was x); torch gives what shifting bit by bit would, 0 (or -1 shifting a negative right). A number count is checked
+    # here, so the common case stays one node
+    width = 8 * a.dtype.itemsize
     past = a.const_like(0) if op is Ops.SHL or dtypes.is_unsigned(a.dtype) else (a < 0).where(-1, 0)
-    return inside.where(shifted, past)
+    if type(x) is int and not reverse: return a.alu(op, b) if 0 <= x < width else past
+    inside = (b >= 0) & (b < width)
+    return inside.where(a.alu(op, inside.where(b, 0)), past)
   def logical_not(self): return self.ne(True) if self.dtype == dtypes.bool else self.eq(0)
 
   def _float(self): return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)

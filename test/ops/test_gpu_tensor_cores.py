@@ -212,5 +212,7 @@ def test_tensor_core_kernels_compile_for_cuda():
         spec = r.render(linearize(lower_kernel(si.ast), r, Opt("TC", 128)))
         assert "mma.sync.aligned.m16n8k16.row.col.f32." + ("bf16.bf16" if dt == dtypes.bfloat16 else "f16.f16") + ".f32" in spec.src
         sources[spec.src] = spec.name
-  assert len(sources) >= 20
+  # (>= 20 before 16-bit matmuls multiplied float32 casts: a backward whose upstream gradient is the constant 1.5 folds
+  # that factor to a float32 constant and is no tensor-core matmul, rightly)
+  assert len(sources) >= 18
   compile_all([(n, s) for s, n in sources.items()])
