@@ -8,10 +8,10 @@ import math
 from functools import partial
 from typing import TYPE_CHECKING, Any
 from fusegrad import buffers
-from fusegrad.dtype import FLOATS, DType, dtypes, result_dtype, to_dtype, truncate, category
+from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, truncate, category
 from fusegrad.gradient import with_derivative
 from fusegrad.helpers import TensorError
-from fusegrad.uop.ops import DERIVATIVE, Ops, UOp, _elementwise, wide_dtype
+from fusegrad.uop.ops import _FLOAT_DTYPES, DERIVATIVE, Ops, UOp, _elementwise, wide_dtype
 from fusegrad.tensor.common import TensorMixin, is_tensor, _shrink_dim
 
 if TYPE_CHECKING:
@@ -68,8 +68,6 @@ def _expm1(x: Tensor) -> Tensor:
 def _signbit(x: Tensor) -> Tensor:
   """True for negative values including -0.0 (1/-0.0 is -inf)."""
   return (x < 0) | ((x == 0) & ((1 / (x == 0).where(x, 1)) < 0))
-
-_FLOAT_DTYPES = frozenset(FLOATS)
 
 def _clamp_vjp(lo, hi, g: UOp, x: UOp, needs) -> tuple:
   """torch.clamp's gradient for constant bounds: g where lo <= x <= hi (bounds included), none elsewhere."""
