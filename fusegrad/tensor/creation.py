@@ -97,6 +97,13 @@ class CreationMixin(TensorMixin):
     out = (i < half).where(start + step * i, stop - step * (steps - 1 - i))
     return cls(out.cast(dtype).uop, **kwargs)
   @classmethod
+  def logspace(cls: type[Tensor], start, stop, steps: int, base: float = 10.0, device: str | None = None, dtype: DType | str | None = None,
+               **kwargs) -> Tensor:
+    """base ** linspace(start, stop, steps), as torch.logspace."""
+    dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    x = cls.linspace(start, stop, steps, device=device, dtype=dtypes.float64 if dtype == dtypes.float64 else dtypes.float32)
+    return cls((base ** x).cast(dtype).uop, **kwargs)
+  @classmethod
   def eye(cls: type[Tensor], n: int, m: int | None = None, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     m = n if m is None else m
     if n < 0 or m < 0: raise TensorError(f"eye needs non-negative sizes, got {n}, {m}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections, math, string
 from typing import TYPE_CHECKING
 from fusegrad.dtype import DType, dtypes, least_upper_dtype, to_dtype
+from fusegrad.gradient import with_gradient
 from fusegrad.helpers import TensorError, prod
 from fusegrad.uop.ops import Ops, UOp, broadcast_shape, sum_dtype, wide_dtype
 from fusegrad.tensor.common import TensorMixin, is_tensor, _norm, _norm_axis, _pick, _shrink_dim
@@ -18,6 +19,11 @@ _MaxRet = collections.namedtuple("max", ["values", "indices"])
 
 _MinRet = collections.namedtuple("min", ["values", "indices"])
 _AminmaxRet = collections.namedtuple("aminmax", ["min", "max"])
+
+def _safe_sqrt(s: Tensor) -> Tensor:
+  """sqrt(s) for s >= 0 whose gradient is 0 where s is 0 (torch's for norms and distances; sqrt's own is inf there)."""
+  zero = s == 0
+  return zero.where(0, zero.where(1, s).sqrt())
 
 class ReduceMixin(TensorMixin):
   # ---------------- reductions
@@ -240,6 +246,69 @@ class ReduceMixin(TensorMixin):
     a0, a1, a2 = (_shrink_dim(a, d, i, i + 1) for i in range(3))
     b0, b1, b2 = (_shrink_dim(b, d, i, i + 1) for i in range(3))
     return type(self).cat(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0, dim=d)
+  # ---------------- searching and counting
+  def isin(self: Tensor, test_elements, invert: bool = False) -> Tensor:
+    """Whether each element is among test_elements (a tensor, list or number); NaN is in nothing."""
+    t = test_elements if is_tensor(test_elements) else type(self)(test_elements, device=self.device)
+    hit = (self.unsqueeze(-1) == t.flatten()).any(-1) if t.numel() else self.zeros_like(dtype=dtypes.bool)
+    return hit.logical_not() if invert else hit
+  def bucketize(self: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
+    """torch.bucketize: for each value the index of its bucket among the sorted 1-d boundaries, the number of boundaries
+    below it (right: at or below it). int64 unless out_int32."""
+    if boundaries.ndim != 1: raise RuntimeError(f"bucketize(): boundaries must be 1-d, got shape {boundaries.shape}")
+    return boundaries.searchsorted(self, out_int32=out_int32, right=right)
+  def searchsorted(self: Tensor, values, *, out_int32: bool = False, right: bool = False, side: str | None = None) -> Tensor:
+    """torch.searchsorted with self the sorted sequence: 1-d for values of any shape, else one sorted row per row of
+    values (the leading dims equal). side 'left'/'right' is right=False/True."""
+    if side is not None:
+      if side not in ("left", "right"): raise RuntimeError(f"searchsorted(): side must be 'left' or 'right', got {side!r}")
+      right = side == "right"
+    v = values if is_tensor(values) else type(self)(values, device=self.device)
+    if self.ndim > 1 and self.shape[:-1] != v.shape[:-1]:
+      raise RuntimeError(f"searchsorted(): the sorted sequence {self.shape} and the values {v.shape} must agree but in the last dim")
+    seq = self.reshape((1,) * v.ndim + self.shape) if self.ndim == 1 else self.unsqueeze(-2)  # (..., 1 or n_values, n)
+    below = seq <= v.unsqueeze(-1) if right else seq < v.unsqueeze(-1)
+    return below.sum(-1, dtype=dtypes.int32 if out_int32 else dtypes.int64)
+  def histc(self: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+    """torch.histc: counts in `bins` equal bins over [min, max] (the data's own range when min == max; realizes it),
+    the last bin closed; values outside are not counted. The result has self's float dtype."""
+    x = self._float()
+    if min == max: min, max = x.min().item(), x.max().item()
+    if min == max: min, max = min - 1, max + 1  # (torch widens a point range too)
+    if bins <= 0 or min > max: raise RuntimeError(f"histc(): needs bins > 0 and min <= max, got bins={bins}, min={min}, max={max}")
+    idx = ((x.flatten() - min) * (bins / (max - min))).floor().cast(dtypes.int32).minimum(bins - 1)
+    inside = (x.flatten() >= min) & (x.flatten() <= max)
+    return (inside.unsqueeze(-1) & (idx.unsqueeze(-1) == type(self).arange(bins, device=self.device))).sum(0).cast(x.dtype)
+  def kron(self: Tensor, other: Tensor) -> Tensor:
+    """Kronecker product: block (i, j, ...) is self[i, j, ...] * other (the shorter shape padded with leading 1s)."""
+    n = max(self.ndim, other.ndim)
+    a, b = self.reshape((1,) * (n - self.ndim) + self.shape), other.reshape((1,) * (n - other.ndim) + other.shape)
+    prodt = a.reshape(tuple(v for s in a.shape for v in (s, 1))) * b.reshape(tuple(v for s in b.shape for v in (1, s)))
+    return prodt.reshape(tuple(x * y for x, y in zip(a.shape, b.shape)))
+  def norm(self: Tensor, p=None, dim=None, keepdim: bool = False, dtype=None) -> Tensor:
+    """torch.norm / linalg.vector_norm over dim (every element when None): p 2 ('fro', None), 1, inf, -inf, 0 (the count
+    of non-zeros) or any other number; a float result. The 2-norm's gradient at 0 is 0, as torch's (sqrt's is inf)."""
+    x = (self.cast(to_dtype(dtype)) if dtype is not None else self)._float()
+    p = 2 if p in (None, "fro") else p
+    if isinstance(p, str): raise NotImplementedError(f"norm(p={p!r}) is not supported; use a number, 'fro' or None")
+    if p == 2: return _safe_sqrt(x.square().sum(dim, keepdim))
+    a = x.abs()
+    if p == math.inf: return a.amax(dim, keepdim)
+    if p == -math.inf: return a.amin(dim, keepdim)
+    if p == 0: return (x != 0).sum(dim, keepdim).cast(x.dtype)
+    if p == 1: return a.sum(dim, keepdim)
+    keep = tuple(1 if i in x._axes(dim) else s for i, s in enumerate(x.shape))
+    def vjp(g: Tensor, x: Tensor) -> Tensor:
+      # torch's sign(x) * (|x| / norm) ** (p - 1): none where x or the norm is 0 (the composed graph's is inf * 0 there)
+      n = x.abs().pow(p).sum(dim, keepdim=True).pow(1 / p)
+      dead = (n == 0) | (x == 0)
+      return g.reshape(keep) * dead.where(0, x.sign() * (x.abs() / dead.where(1, n)).pow(p - 1))
+    return with_gradient(a.pow(p).sum(dim, keepdim).pow(1 / p), x, vjp)
+  def cdist(self: Tensor, other: Tensor, p: float = 2.0) -> Tensor:
+    """torch.cdist: the p-norm distance of each row of self (..., P, M) to each row of other (..., R, M): (..., P, R)."""
+    if self.ndim < 2 or other.ndim < 2 or self.shape[-1] != other.shape[-1]:
+      raise RuntimeError(f"cdist(): expects (..., P, M) and (..., R, M), got {self.shape} and {other.shape}")
+    return (self.unsqueeze(-2) - other.unsqueeze(-3)).norm(p, dim=-1)
   def newton_schulz(self: Tensor, steps: int, params: tuple, eps: float = 1e-7) -> Tensor:
     """Newton-Schulz iteration with the odd polynomial sum_i params[i] * (G G^T)^i G on the last two dims (as
     Muon uses to orthogonalize), starting from self / (||self||_F + eps)."""

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from fusegrad import Tensor
+from fusegrad import Tensor, dtypes
 
 def _same(got, want):
   if isinstance(want, (tuple, list)):
@@ -115,3 +115,58 @@ def test_round_decimals(decimals):
   x = np.array([1.234, -2.55, 0.125, 1234.5, 1250.0, -0.05, 7.0], np.float32)
   _same(Tensor(x).round(decimals=decimals), torch.from_numpy(x).round(decimals=decimals))
   if decimals: pytest.raises(TypeError, Tensor([1, 2]).round, decimals=decimals)
+
+@pytest.mark.parametrize("p", [None, "fro", 1, 2, 3, 0.5, 0, math.inf, -math.inf])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, False), (-1, True), ((0, 2), False)])
+def test_norm(p, dim, keepdim):
+  x = np.array([[[1.5, -2.0, 0.0], [3.0, 0.0, -4.0]], [[0.0, 0.0, 0.0], [-1.0, 2.5, 0.5]]], np.float32)
+  if p == "fro" and dim is not None and not isinstance(dim, tuple): dim = (dim,)
+  t, pt = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+  got, want = t.norm(p, dim, keepdim), pt.norm(p, dim, keepdim)
+  _same(got, want.detach())
+  if p not in (0,):  # (torch's gradient of the 0-norm is 0; ours has none)
+    got.sum().backward(); want.sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), pt.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"p={p} dim={dim}")
+
+def test_norm_gradient_at_zero_is_zero():
+  z = Tensor.zeros(3, requires_grad=True)
+  z.norm().backward()
+  assert z.grad.tolist() == [0.0, 0.0, 0.0]
+  with pytest.raises(NotImplementedError): Tensor.ones(2, 2).norm("nuc")
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, math.inf, 3.0])
+def test_cdist(p):
+  rng = np.random.default_rng(1)
+  a, b = rng.standard_normal((2, 4, 3)).astype(np.float32), rng.standard_normal((2, 5, 3)).astype(np.float32)
+  b[0, 1] = a[0, 2]  # a zero distance
+  np.testing.assert_allclose(Tensor(a).cdist(Tensor(b), p).numpy(), torch.cdist(torch.from_numpy(a), torch.from_numpy(b), p).numpy(), rtol=1e-5, atol=1e-5)
+
+def test_kron_logspace_isin():
+  a, b = np.array([[1, 2], [3, 4]], np.int32), np.array([[0, 1, 2]], np.int32)
+  _same(Tensor(a).kron(Tensor(b)), torch.kron(torch.from_numpy(a), torch.from_numpy(b)))
+  _same(Tensor(a[0]).kron(Tensor(b)), torch.kron(torch.from_numpy(a[0]), torch.from_numpy(b)))
+  for base in (10.0, 2.0):
+    np.testing.assert_allclose(Tensor.logspace(-1, 2, 7, base=base).numpy(), torch.logspace(-1, 2, 7, base=base).numpy(), rtol=1e-6)
+  x = torch.tensor([1.0, 2.0, 3.0, math.nan, 2.0])
+  for test in ([2.0, math.nan], [9.0], []):
+    for invert in (False, True):
+      got = Tensor(x.numpy()).isin(Tensor(np.array(test, np.float32)), invert=invert).tolist()
+      assert got == torch.isin(x, torch.tensor(test), invert=invert).tolist(), (test, invert)
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_and_searchsorted(right):
+  bounds = torch.tensor([1.0, 3.0, 5.0, 7.0])
+  v = torch.tensor([[0.0, 1.0, 5.0], [6.9, 7.0, 9.0]])
+  got = Tensor(v.numpy()).bucketize(Tensor(bounds.numpy()), right=right)
+  assert got.dtype == dtypes.int64 and got.tolist() == torch.bucketize(v, bounds, right=right).tolist()
+  seq = torch.tensor([[1, 3, 5], [2, 4, 6]])
+  vals = torch.tensor([[3, 6], [1, 7]])
+  got = Tensor(seq.numpy()).searchsorted(Tensor(vals.numpy()), right=right, out_int32=True)
+  assert got.dtype == dtypes.int32 and got.tolist() == torch.searchsorted(seq, vals, right=right).tolist()
+  assert Tensor(seq.numpy()).searchsorted(Tensor(vals.numpy()), side="right" if right else "left").tolist() == torch.searchsorted(seq, vals, right=right).tolist()
+
+def test_histc():
+  x = torch.tensor([1.0, 2.0, 1.0, 4.0, 2.5, 9.0, -1.0])
+  for kw in ({"bins": 4, "min": 0, "max": 4}, {"bins": 3}, {"bins": 5, "min": 1, "max": 2.5}):
+    assert Tensor(x.numpy()).histc(**kw).tolist() == torch.histc(x, **kw).tolist(), kw
+  assert Tensor([2.0, 2.0]).histc(bins=4).tolist() == torch.histc(torch.tensor([2.0, 2.0]), bins=4).tolist()
