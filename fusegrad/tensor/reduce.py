@@ -78,13 +78,12 @@ class ReduceMixin(TensorMixin):
     return self._wide_var(self._pick_axis(axis, dim), keepdim, correction, unbiased).cast(x.dtype)
   def std(self: Tensor, axis=None, keepdim: bool = False, correction: int = 1, unbiased: bool | None = None, *, dim=None) -> Tensor:
     x = self._float()
-    return self._wide_var(self._pick_axis(axis, dim), keepdim, correction, unbiased).sqrt().cast(x.dtype)
+    return _safe_sqrt(self._wide_var(self._pick_axis(axis, dim), keepdim, correction, unbiased)).cast(x.dtype)
   def _wide_var(self: Tensor, axis, keepdim: bool, correction: int, unbiased: bool | None) -> Tensor:
     """The variance in float32 for 16-bit floats (else in self's float dtype), rounded by the caller: a float16 std of
     [60000, -60000, 1] squared past float16's range on the way (inf; torch: 60000)."""
     if unbiased is not None: correction = int(unbiased)
-    x = self._float()
-    x = x._wide()
+    x = self._float()._wide()
     n = prod(self.shape[a] for a in self._axes(axis))
     sq = (x - x.mean(axis, keepdim=True)).square().sum(axis, keepdim)
     if isinstance(n, UOp): return sq.div((n - correction).maximum(0))  # a symbolic count: its value is known at launch

@@ -309,3 +309,11 @@ def test_mode_counts_nan_as_a_value():
     assert (tv == want) or (tv != tv and want != want)
   v, i = Tensor([[1, 1, 2], [3, 2, 2]], dtype=dtypes.int32).mode(1)
   assert v.tolist() == [1, 2] and i.tolist() == [1, 2]
+
+def test_std_gradient_of_a_constant_row_is_zero():
+  # sqrt's gradient at a zero variance is inf (times 0: NaN); torch gives 0, so one constant feature poisoned the step
+  x = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]], np.float32)
+  t, p = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+  (t.std(1).sum() + t.std_mean(1)[0].sum()).backward()
+  (p.std(1).sum() + torch.std_mean(p, 1)[0].sum()).backward()
+  np.testing.assert_allclose(t.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
