@@ -40,6 +40,8 @@ def _rebuild(x: Any, fn: Callable) -> Any:
   if isinstance(x, dict): return {k: _rebuild(v, fn) for k, v in x.items()}
   return x
 
+def _buffer_node(b: Buffer) -> UOp: return buffers.new_buffer_uop(b.device, b.size, b.dtype, b)
+
 def _buf(t):
   view = buffers.buffer_view(t.uop)
   return buffers.buffer_of(view) if view is not None else None
@@ -108,6 +110,10 @@ class _Capture:
       if (t := r()) is not None and (b := _buf(t)) is not None: before[id(t)] = (r, t.uop, b)
     rng0 = rng.counter()
     self.in_bufs = [_buf(t) for t in inputs]
+    # a replay puts each call's buffers where the capture's were: one buffer in two argument slots cannot be told apart
+    if len({id(b) for b in self.in_bufs if b is not None}) != sum(b is not None for b in self.in_bufs):
+      raise ValueError("TinyJit: one tensor (or two views of one buffer) was passed as two arguments of the call being captured, so "
+                       "the replays could not tell the arguments apart and would compute with the wrong one; pass a copy (x.clone()) for one")
     with _realize.capture() as captured:
       ret = fxn(*args, **kwargs)
       outs = _tensors_in(ret)
@@ -135,6 +141,10 @@ class _Capture:
     self.implicit = [(r, b0) for r, _, b0 in before.values() if b0 in read and (t := r()) is not None and id(t) not in stateful
                      and not any(t is i for i in inputs)]
     self.ret, self.out_views = ret, [t.uop for t in outs]
+    # a returned input, a view of one or of a tensor the kernels read (`return x, x + y`, `x[1:]`) is no kernel's output:
+    # the replay views this call's buffer instead of the captured one (it returned the capture's values ever after)
+    swapped = {b for b in self.in_bufs if b is not None} | {b0 for _, b0 in self.implicit}
+    self.out_reads = [{u: b for u in v.toposort() if u.op is Ops.BUFFER and (b := buffers.buffer_of(u)) in swapped} for v in self.out_views]
     swappable = {b for b in self.in_bufs if b is not None} | {b0 for _, b0 in self.implicit} | {b for *_, b0, b1 in self.state for b in (b0, b1)}
     self.captured = captured = _keep_static_outputs(captured, written, swappable | {_buf(t) for t in outs})
     self.launches = [_Launch(si, prg, swappable, written) for si, prg in captured]
@@ -185,11 +195,16 @@ class _Capture:
     rng.advance(self.rng[1])
     for t, view in rebind: t.uop = view
     for i, b1 in self.written_inputs: _buf(inputs[i]).copyin(b1.as_memoryview())
-    outs = iter(self.out_views)
-    if any(v.vshape is not v.shape for v in self.out_views):  # symbolic sizes of the outputs take this call's values
+    out_views = self.out_views
+    if any(self.out_reads):  # (rare: most outputs are kernels' buffers)
+      nodes = {buffers.buffer_of(bv): bv for t in [*inputs, *(r() for r, _ in self.implicit)] if t is not None and (bv := buffers.buffer_view(t.uop)) is not None}
+      out_views = [v if not reads else v.substitute({u: nodes.get(nb := subst.get(b, b)) or _buffer_node(nb) for u, b in reads.items()})
+                   for v, reads in zip(self.out_views, self.out_reads)]
+    outs = iter(out_views)
+    if any(v.vshape is not v.shape for v in out_views):  # symbolic sizes of the outputs take this call's values
       fresh = {UOp(Ops.BIND, var.dtype, (var, UOp.const(var.dtype, old))): var.bind(new_vals[var])
-               for v in self.out_views for var, old in _shape_binds(v) if var in new_vals}
-      outs = iter([v.substitute(fresh) for v in self.out_views])
+               for v in out_views for var, old in _shape_binds(v) if var in new_vals}
+      outs = iter([v.substitute(fresh) for v in out_views])
     return _rebuild(self.ret, lambda _: Tensor(next(outs)))
 
 class _Launch:

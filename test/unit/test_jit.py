@@ -324,3 +324,26 @@ class TestModes:
     f = TinyJit(step)
     jitted = [f(Tensor.zeros(4).contiguous().realize()).tolist() for _ in range(4)]
     assert jitted == eager
+
+def test_one_tensor_in_two_argument_slots_while_capturing_raises():
+  # the replay used one buffer for both slots: f(x, y) gave x*2 + x (15 for 13) after a capture with f(a, a)
+  @TinyJit
+  def f(x, y): return (x * 2 + y).realize()
+  a = Tensor([1.0], device="PYTHON").realize()
+  with pytest.raises(ValueError, match="two arguments"):
+    for _ in range(3): f(a, a)
+  @TinyJit
+  def g(x, y): return (x * 2 + y).realize()
+  for _ in range(3): g(Tensor([1.0], device="PYTHON").realize(), Tensor([2.0], device="PYTHON").realize())
+  x = Tensor([4.0], device="PYTHON").realize()
+  assert g(x, Tensor([5.0], device="PYTHON").realize()).item() == 13.0 and g(x, x).item() == 12.0
+
+def test_returned_inputs_and_their_views_follow_each_call():
+  # a returned input (or a view of one) is no kernel's output: replays kept returning the capture call's values
+  @TinyJit
+  def f(x, y): return y, (x + y).realize(), x[1:], x.reshape(3, 1)
+  for k in range(5):
+    x, y = Tensor([k, k + 1.0, k + 2.0], device="PYTHON").realize(), Tensor([10.0 * k] * 3, device="PYTHON").realize()
+    a, s, v, r = f(x, y)
+    assert a.tolist() == [10.0 * k] * 3 and s.tolist() == [11.0 * k, 11.0 * k + 1, 11.0 * k + 2], k
+    assert v.tolist() == [k + 1.0, k + 2.0] and r.tolist() == [[k], [k + 1.0], [k + 2.0]], k
