@@ -317,3 +317,14 @@ def test_std_gradient_of_a_constant_row_is_zero():
   (t.std(1).sum() + t.std_mean(1)[0].sum()).backward()
   (p.std(1).sum() + torch.std_mean(p, 1)[0].sum()).backward()
   np.testing.assert_allclose(t.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+def test_long_float_sums_are_split_into_short_partials():
+  # each SIMD accumulator added thousands of values: a float32 sum of 1e7 0.1s was 999850 (torch's pairwise 999999.6),
+  # and var of 1e6 + N(0, 1) samples squared the mean's error (401 for 1)
+  x = Tensor(np.full(10_000_000, 0.1, np.float32))
+  assert abs(x.sum().item() - 1e6) < 2 and abs(x.mean().item() - 0.1) < 2e-7
+  rng = np.random.default_rng(0)
+  y = (1e6 + rng.standard_normal(4_000_000)).astype(np.float32)
+  assert abs(Tensor(y).var().item() - torch.from_numpy(y).var().item()) < 0.2  # (the mean, ~1e-7 off, squared)
+  z = rng.random(3 * 2**16).astype(np.float32)
+  assert abs(Tensor(z).sum().item() - z.astype(np.float64).sum()) < 1e-2
