@@ -145,7 +145,7 @@ class _Capture:
     # the replay views this call's buffer instead of the captured one (it returned the capture's values ever after)
     swapped = {b for b in self.in_bufs if b is not None} | {b0 for _, b0 in self.implicit}
     self.out_reads = [{u: b for u in v.toposort() if u.op is Ops.BUFFER and (b := buffers.buffer_of(u)) in swapped} for v in self.out_views]
-    swappable = {b for b in self.in_bufs if b is not None} | {b0 for _, b0 in self.implicit} | {b for *_, b0, b1 in self.state for b in (b0, b1)}
+    swappable = swapped | {b for *_, b0, b1 in self.state for b in (b0, b1)}
     self.captured = captured = _keep_static_outputs(captured, written, swappable | {_buf(t) for t in outs})
     self.launches = [_Launch(si, prg, swappable, written) for si, prg in captured]
     run = [k.prg.spec for k in self.launches if k.run is not None]

@@ -566,8 +566,9 @@ class OpBuilder:
     # was x); torch gives what shifting bit by bit would, 0 (or -1 shifting a negative right). A number count is checked
     # here, so the common case stays one node
     width = 8 * a.dtype.itemsize
+    if type(x) is int and not reverse and 0 <= x < width: return a.alu(op, b)
     past = a.const_like(0) if op is Ops.SHL or dtypes.is_unsigned(a.dtype) else (a < 0).where(-1, 0)
-    if type(x) is int and not reverse: return a.alu(op, b) if 0 <= x < width else past
+    if type(x) is int and not reverse: return past
     inside = (b >= 0) & (b < width)
     return inside.where(a.alu(op, inside.where(b, 0)), past)
   def logical_not(self): return self.ne(True) if self.dtype == dtypes.bool else self.eq(0)
