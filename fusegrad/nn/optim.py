@@ -4,18 +4,23 @@ Learning rate and step counters live in tensors, so changing them (e.g. a schedu
 from __future__ import annotations
 from fusegrad.tensor import Tensor
 from fusegrad.dtype import dtypes
+from fusegrad.device import canonicalize
 
 class Optimizer:
   """Base class. `params` may repeat a tensor ([w, w], or a weight shared by two layers): each one is updated once.
   Parameters with requires_grad=False are kept as buffers (realized with each step, never updated), as tinygrad does.
-  `fused` is accepted for tinygrad compatibility and changes nothing (the step's updates are scheduled together anyway)."""
-  def __init__(self, params: list[Tensor], lr: float | Tensor, fused: bool = False):
+  `fused` is accepted for tinygrad compatibility and changes nothing (the step's updates are scheduled together anyway).
+  `device` (tinygrad's, for multi-device state) must be the parameters' device when given: the state lives beside them."""
+  def __init__(self, params: list[Tensor], lr: float | Tensor, device: str | None = None, fused: bool = False):
     params = list({id(p): p for p in params}.values())  # by identity: Tensor == compares elementwise
     for p in params:
       if p.requires_grad is None: p.requires_grad_(True)  # also gives lazily-initialized parameters their own buffer
     self.params = [p for p in params if p.requires_grad]
     if not self.params: raise ValueError("optimizer got no parameters that require grad")
     self.device, self.fused = self.params[0].device, fused
+    if device is not None and (other := [p.device for p in self.params if p.device != canonicalize(device)]):
+      raise ValueError(f"optimizer device={device!r}, but parameters are on {sorted(set(other))}: fusegrad keeps the optimizer's state "
+                       "on its parameters' device (leave device unset)")
     self.lr = lr if isinstance(lr, Tensor) else Tensor([lr], device=self.device, dtype=dtypes.float32)
     self.buffers: list[Tensor] = [p for p in params if not p.requires_grad]
   def zero_grad(self):
@@ -40,19 +45,21 @@ def newton_schulz(g: Tensor, steps: int, params: tuple[float, ...], eps: float =
   return g.newton_schulz(steps, params, eps)
 
 class LARS(Optimizer):
-  """tinygrad's LARS (layer-wise adaptive rate scaling), which is also its SGD (tcoef=0) and Muon (ns_params set).
-  Per parameter: trust ratio r = tcoef * |p| / (|g| + wd * |p|) (1 where a norm is 0; 1 when tcoef=0), g += wd * p,
-  momentum b = momentum * b + g (Nesterov: g + momentum * b, else b), Newton-Schulz orthogonalisation of g reshaped
-  to (shape[0], -1) when ns_params is given, and p -= lr * r * g. `classic` scales g by lr * r before the momentum
-  instead of after (the same result while lr does not change)."""
-  def __init__(self, params, lr=0.001, momentum=0.9, weight_decay=1e-4, nesterov=False, classic=True, tcoef=0.001, fused=False, ns_params=None,
-               ns_steps: int = 5):
-    super().__init__(params, lr, fused)
+  """tinygrad's LARS (layer-wise adaptive rate scaling), which is also its SGD (tcoef=0) and Muon (ns_coefficients set).
+  Per parameter: trust ratio r = tcoef * |p| / (|g| + wd * |p|) (1 where a norm is 0; 1 when tcoef=0), g += wd * p
+  (pre_wd), momentum b = momentum * b + g (Nesterov: g + momentum * b, else b), `ns_steps` Newton-Schulz steps
+  orthogonalising g reshaped to (shape[0], -1) when ns_coefficients is given, g = lr * r * g, then g += wd * lr * p when
+  not pre_wd (decoupled decay, Muon's), and p -= g. `classic` scales g by lr * r before the momentum instead of after
+  (the same result while lr does not change)."""
+  def __init__(self, params, lr=0.001, momentum=0.9, weight_decay=1e-4, ns_steps=0, ns_coefficients=None, nesterov=False, classic=True,
+               pre_wd=True, tcoef=0.001, device=None, fused=False):
+    super().__init__(params, lr, device, fused)
+    if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and momentum <= 0: raise ValueError("Nesterov momentum needs momentum > 0")
-    if ns_params is not None and (bad := [p.shape for p in self.params if p.ndim == 0]):
+    if ns_coefficients is not None and (bad := [p.shape for p in self.params if p.ndim == 0]):
       raise ValueError(f"Newton-Schulz (Muon) updates need parameters with at least one dim, got shapes {bad}")
-    self.momentum, self.wd, self.nesterov, self.classic, self.tcoef = momentum, weight_decay, nesterov, classic, tcoef
-    self.ns_params, self.ns_steps = (tuple(ns_params) if ns_params is not None else None), ns_steps
+    self.momentum, self.wd, self.nesterov, self.classic, self.pre_wd, self.tcoef = momentum, weight_decay, nesterov, classic, pre_wd, tcoef
+    self.ns_coefficients, self.ns_steps = (tuple(ns_coefficients) if ns_coefficients is not None else None), ns_steps
     self.b = self._zeros() if momentum else []
     self.buffers += self.b
   def _step(self) -> list[Tensor]:
@@ -60,13 +67,14 @@ class LARS(Optimizer):
       if p.grad is None: continue
       w, g = p.detach(), p.grad.detach().cast(p.dtype)
       r = self._trust_ratio(w, g) if self.tcoef else 1.0
-      if self.wd: g = g + self.wd * w
+      if self.wd and self.pre_wd: g = g + self.wd * w
       if self.classic: g = g * r * self.lr
       if self.momentum:
         self.b[i].assign(self.momentum * self.b[i] + g)
         g = g + self.momentum * self.b[i] if self.nesterov else self.b[i]
-      if self.ns_params is not None: g = newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_params).reshape(p.shape)
+      if self.ns_coefficients is not None: g = newton_schulz(g.reshape(g.shape[0], -1), self.ns_steps, self.ns_coefficients).reshape(p.shape)
       if not self.classic: g = g * r * self.lr
+      if self.wd and not self.pre_wd: g = g + self.wd * self.lr * w
       new = (w - g).cast(p.dtype)
       del w  # see LAMB._step
       p.assign(new)
@@ -77,20 +85,22 @@ class LARS(Optimizer):
 
 class SGD(LARS):
   """torch.optim.SGD (= tinygrad's SGD): weight decay, momentum (dampening 0) and Nesterov momentum."""
-  def __init__(self, params, lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False, fused=False):
-    super().__init__(params, lr, momentum, weight_decay, nesterov, classic, tcoef=0.0, fused=fused)
+  def __init__(self, params, lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False, device=None, fused=False):
+    super().__init__(params, lr, momentum, weight_decay, nesterov=nesterov, classic=classic, tcoef=0.0, device=device, fused=fused)
 
-def Muon(params, lr=3e-3, momentum=0.96, weight_decay=0.0, nesterov=True, classic=False, fused=False, ns_params=(3.4445, -4.7750, 2.0315),
-         ns_steps: int = 5) -> LARS:
+def Muon(params, lr=0.001, momentum=0.95, weight_decay=0.1, ns_steps=5, ns_coefficients=(3.4445, -4.775, 2.0315), nesterov=True,
+         device=None, fused=False) -> LARS:
   """tinygrad's Muon: SGD with Nesterov momentum whose update is orthogonalised by `ns_steps` Newton-Schulz steps
-  (see newton_schulz); each parameter's update is its (shape[0], -1) matrix, so use it for weight matrices and
-  another optimizer (Adam) for biases and embeddings, as Muon's authors do."""
-  return LARS(params, lr, momentum, weight_decay, nesterov, classic, tcoef=0.0, fused=fused, ns_params=ns_params, ns_steps=ns_steps)
+  (see newton_schulz), with decoupled weight decay (p -= lr * wd * p after the update). Each parameter's update is its
+  (shape[0], -1) matrix, so use it for weight matrices and another optimizer (Adam) for biases and embeddings, as
+  Muon's authors do."""
+  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0, device=device,
+              fused=fused)
 
 class LAMB(Optimizer):
   """LAMB (layer-wise adaptive moments); with adam=True and weight decay it is AdamW, without it Adam."""
-  def __init__(self, params, lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, decoupled=True, fused=False):
-    super().__init__(params, lr, fused)
+  def __init__(self, params, lr=0.001, b1=0.9, b2=0.999, eps=1e-6, weight_decay=0.0, adam=False, decoupled=True, device=None, fused=False):
+    super().__init__(params, lr, device, fused)
     self.b1, self.b2, self.eps, self.wd, self.adam, self.decoupled = b1, b2, eps, weight_decay, adam, decoupled
     self.b1_t = Tensor.ones((1,), device=self.device, dtype=dtypes.float32).contiguous().realize()
     self.b2_t = Tensor.ones((1,), device=self.device, dtype=dtypes.float32).contiguous().realize()
@@ -121,15 +131,15 @@ class LAMB(Optimizer):
       p.assign(new)
     return []
 
-def Adam(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, betas=None, fused=False):
+def Adam(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0, betas=None, device=None, fused=False):
   """torch.optim.Adam (weight_decay is the L2 penalty added to the gradient)."""
   if betas is not None: b1, b2 = betas
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, decoupled=False, fused=fused)
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, decoupled=False, device=device, fused=fused)
 
-def AdamW(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, betas=None, fused=False):
+def AdamW(params, lr=0.001, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.01, betas=None, device=None, fused=False):
   """torch.optim.AdamW: decoupled weight decay (p -= lr * wd * p)."""
   if betas is not None: b1, b2 = betas
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, decoupled=True, fused=fused)
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, decoupled=True, device=device, fused=fused)
 
 class OptimizerGroup(Optimizer):
   """Several optimizers stepped as one (one realize for all of them)."""

@@ -117,8 +117,8 @@ def _write_atomic(path: str, chunks) -> None:
     except OSError: pass
     raise
 
-def safe_save(tensors: dict[str, Tensor], path: str, metadata: dict[str, str] | None = None) -> None:
-  """Write tensors to path in the safetensors format (optional string->string metadata). The write is atomic."""
+def safe_save(tensors: dict[str, Tensor], fn: str | os.PathLike, metadata: dict[str, str] | None = None) -> None:
+  """Write tensors to file fn in the safetensors format (optional string->string metadata). The write is atomic."""
   header: dict[str, Any] = {}
   if metadata:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
@@ -135,7 +135,7 @@ def safe_save(tensors: dict[str, Tensor], path: str, metadata: dict[str, str] | 
     off += mv.nbytes
   js = json.dumps(header, separators=(",", ":")).encode()
   js += b" " * (-len(js) % 8)  # pad so the data starts 8-byte aligned
-  _write_atomic(path, [struct.pack("<Q", len(js)), js, *datas])
+  _write_atomic(os.fspath(fn), [struct.pack("<Q", len(js)), js, *datas])
 
 def _safe_header(base: Buffer, path: str) -> tuple[int, dict]:
   """(the JSON header's length, the parsed header) of the safetensors bytes in base."""
@@ -156,16 +156,16 @@ def _safetensors_bytes(src: str | os.PathLike | Tensor) -> tuple[Buffer, str]:
   view = buffers.buffer_view(src.uop) if src.device.startswith("DISK") else None
   return (buffers.buffer_of(view) if view is not None else src.to(Device.DEFAULT).contiguous()._buffer()).ensure_allocated(), f"tensor on {src.device}"
 
-def safe_load_metadata(path: str | os.PathLike | Tensor) -> tuple[Tensor, int, dict]:
+def safe_load_metadata(fn: str | os.PathLike | Tensor) -> tuple[Tensor, int, dict]:
   """(the whole file as a uint8 tensor, on DISK for a path, the JSON header's length, the parsed header)."""
-  base, name = _safetensors_bytes(path)
+  base, name = _safetensors_bytes(fn)
   n, header = _safe_header(base, name)
   return Tensor(buffers.new_buffer_uop(base.device, base.size, dtypes.uint8, base)), n, header
 
-def safe_load(path: str | os.PathLike | Tensor) -> dict[str, Tensor]:
+def safe_load(fn: str | os.PathLike | Tensor) -> dict[str, Tensor]:
   """name -> Tensor on the DISK device (lazy: bytes are read when a tensor is copied, e.g. by load_state_dict or .to());
   from a tensor of the bytes, views of that tensor's memory."""
-  base, path = _safetensors_bytes(path)
+  base, path = _safetensors_bytes(fn)
   n, header = _safe_header(base, path)
   size, data_start = base.nbytes, 8 + n
   out, spans = {}, []
@@ -399,13 +399,22 @@ def _torch_load_legacy(path: str) -> Any:
   _finish_tensors(path, up.pending)
   return result
 
-def torch_load(path: str) -> Any:
-  """Load a PyTorch checkpoint (torch.save's zip format or the legacy format) without torch.
+def _file_of(t: Tensor) -> str:
+  """The path of the file a DISK tensor maps whole (the checkpoint readers map files themselves)."""
+  path = t.device[len("DISK:"):] if t.device.startswith("DISK:") else ""
+  if not (os.path.isfile(path) and buffers.buffer_view(t.uop) is not None and t.dtype == dtypes.uint8 and t.shape == (os.path.getsize(path),)):
+    raise ValueError(f"torch_load takes a path or a DISK tensor of a whole file (Tensor(pathlib.Path(p))), got a {t.dtype} tensor of shape "
+                     f"{t.shape} on {t.device}: save the bytes to a file first")
+  return path
+
+def torch_load(fn: str | os.PathLike | Tensor) -> Any:
+  """Load a PyTorch checkpoint (torch.save's zip format or the legacy format) without torch, from a path or, as tinygrad
+  takes, a DISK tensor of the whole file (`Tensor(pathlib.Path(p))`).
 
   Returns what was saved (usually an OrderedDict name -> Tensor). A tensor whose elements are one contiguous run of the
   file is a lazy DISK tensor; a strided one is gathered into a tensor on Device.DEFAULT. Raises ValueError (CheckpointError)
   naming the file and the problem for truncated, corrupt or unsupported files."""
-  path = os.fspath(path)
+  path = _file_of(fn) if isinstance(fn, Tensor) else os.fspath(fn)
   if not os.path.isfile(path): raise FileNotFoundError(f"torch_load: no such file: {path}")
   with open(path, "rb") as f: head = f.read(4)
   try:

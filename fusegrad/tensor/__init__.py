@@ -8,6 +8,10 @@
   reduce.py       sum, max, mean, var, argmax ... and linear algebra (matmul, einsum)
   indexing.py     getitem/setitem, gather/scatter, masked ops, sort/topk, scans
   nn.py           softmax, pooling, convolution, activations, normalisation, losses, attention
+  torch_names.py  PyTorch's aliases, in-place _ methods, new_* and is_* and the fused BLAS-style ops (mm, addmm, addcmul)
+  special.py      special functions and two-argument math (erfc, erfinv, lgamma, hypot, xlogy, gcd, ...)
+  stats.py        statistics and data-dependent results (unique, bincount, quantile, cov, ...)
+  linalg.py       decompositions and solvers (qr, svd, inverse, det, cholesky, solve)
   printing.py     str(tensor), laid out as PyTorch prints it
   common.py       what those modules share (argument checks, type promotion, view bookkeeping)
 

@@ -69,6 +69,12 @@ def _signbit(x: Tensor) -> Tensor:
   """True for negative values including -0.0 (1/-0.0 is -inf)."""
   return (x < 0) | ((x == 0) & ((1 / (x == 0).where(x, 1)) < 0))
 
+def _bound(tinygrad_kw, torch_kw, name: str):
+  """clip's bound given under tinygrad's name (min_), torch's (min) or neither; both is ambiguous."""
+  if torch_kw is None: return tinygrad_kw
+  if tinygrad_kw is not None: raise TypeError(f"clip got both {name}_= and {name}=; pass one")
+  return torch_kw
+
 def _clamp_vjp(lo, hi, g: UOp, x: UOp, needs) -> tuple:
   """torch.clamp's gradient for constant bounds: g where lo <= x <= hi (bounds included), none elsewhere."""
   inside = x >= lo if hi is None else x <= hi if lo is None else (x >= lo) & (x <= hi)
@@ -190,7 +196,8 @@ class ElementwiseMixin(TensorMixin):
     if detect_positive and detect_negative: return self.abs() == math.inf
     return self == (math.inf if detect_positive else -math.inf)
   def isfinite(self: Tensor) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
-  def add(self: Tensor, x, alpha=None) -> Tensor:
+  def add(self: Tensor, x, reverse: bool = False, alpha=None) -> Tensor:
+    # (reverse: tinygrad's signature; addition commutes, bool's "or" too)
     if alpha is not None: x = self._to_tensor(x) * alpha
     return type(self)(self.uop.add(self._operand(x)))
   def sub(self: Tensor, x, reverse: bool = False, alpha=None) -> Tensor:
@@ -210,8 +217,11 @@ class ElementwiseMixin(TensorMixin):
     if not is_tensor(x) and not is_tensor(y): x = type(self)(x, device=self.device)
     x, y = (x.uop, x._operand(y)) if is_tensor(x) else (y._operand(x), y.uop)
     return type(self)(self.uop.where(x, y))
-  def clip(self: Tensor, min_=None, max_=None) -> Tensor:
-    if min_ is None and max_ is None: raise TensorError("clip needs at least one of min_ or max_")
+  def clip(self: Tensor, min_=None, max_=None, *, min=None, max=None) -> Tensor:
+    """Bound the values (NaN passes through). Bounds are numbers or tensors, positional or by tinygrad's keywords (min_=,
+    max_=) or torch's (min=, max=)."""
+    min_, max_ = _bound(min_, min, "min"), _bound(max_, max, "max")
+    if min_ is None and max_ is None: raise TensorError("clip needs at least one of min or max")
     if not is_tensor(min_) and not is_tensor(max_):
       # constant bounds: torch.clamp's value, x < lo ? lo : x (NaN and -0.0 pass through), then the same against hi, and
       # its gradient, x's where lo <= x <= hi. Built with where, not maximum/minimum: x.maximum(lo) builds max(x, lo) too,
@@ -246,7 +256,7 @@ class ElementwiseMixin(TensorMixin):
     if hi is None: return (x >= lo).where(x, (x < lo).where(lo, out))
     if lo is None: return (x <= hi).where(x, (x > hi).where(hi, out))
     return ((x >= lo) & (x <= hi)).where(x, ((x > hi) | ((hi < lo) & (x == x))).where(hi, ((x < lo) & (lo < hi)).where(lo, out)))
-  def clamp(self: Tensor, min=None, max=None) -> Tensor: return self.clip(min, max)
+  clamp = clip
   def lerp(self: Tensor, end, weight) -> Tensor:
     """torch's two forms: from self for |weight| < 0.5, from end otherwise (so weight 1 gives end exactly)."""
     diff = end - self
@@ -270,14 +280,14 @@ class ElementwiseMixin(TensorMixin):
   def gt(self: Tensor, x) -> Tensor: return self > x
   def ge(self: Tensor, x) -> Tensor: return self >= x
   def _bitwise(self: Tensor, op: Ops, x, reverse: bool = False) -> Tensor: return type(self)(self.uop._bitwise(op, self._operand(x), reverse))
-  def bitwise_and(self: Tensor, x) -> Tensor: return self._bitwise(Ops.AND, x)
-  def bitwise_or(self: Tensor, x) -> Tensor: return self._bitwise(Ops.OR, x)
-  def bitwise_xor(self: Tensor, x) -> Tensor: return self._bitwise(Ops.XOR, x)
+  def bitwise_and(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.AND, x, reverse)
+  def bitwise_or(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.OR, x, reverse)
+  def bitwise_xor(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.XOR, x, reverse)
   def bitwise_not(self: Tensor) -> Tensor:
     if dtypes.is_float(self.dtype): raise TypeError(f"bitwise not needs integer or bool tensors, got {self.dtype}")
     return self.logical_not() if self.dtype == dtypes.bool else self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ dtypes.max(self.dtype)
-  def lshift(self: Tensor, x) -> Tensor: return self._bitwise(Ops.SHL, x)
-  def rshift(self: Tensor, x) -> Tensor: return self._bitwise(Ops.SHR, x)
+  def lshift(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.SHL, x, reverse)
+  def rshift(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.SHR, x, reverse)
   bitwise_left_shift, bitwise_right_shift = lshift, rshift
   # more torch spellings
   def floor_divide(self: Tensor, x) -> Tensor: return self.idiv(x)

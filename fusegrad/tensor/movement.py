@@ -376,12 +376,12 @@ class MovementMixin(TensorMixin):
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
     if len(shape) != self.ndim: raise TensorError(f"shrink_to {shape} needs one size per dim of {self.shape}")
     return self.shrink(tuple(None if s is None else (0, s) for s in shape))
-  def pad_to(self: Tensor, shape, *args) -> Tensor:
-    """Zero-pad the end of each dim up to shape[i] (None keeps the dim): tinygrad's pad_to."""
+  def pad_to(self: Tensor, shape, *args, value: float = 0) -> Tensor:
+    """Pad the end of each dim with `value` up to shape[i] (None keeps the dim): tinygrad's pad_to."""
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
     if len(shape) != self.ndim: raise TensorError(f"pad_to {shape} needs one size per dim of {self.shape}")
     if any(n is not None and n < s for n, s in zip(shape, self.shape)): raise TensorError(f"pad_to {shape} is smaller than {self.shape}")
-    return self.pad(tuple(None if n is None else (0, n - s) for n, s in zip(shape, self.shape)))
+    return self.pad(tuple(None if n is None else (0, n - s) for n, s in zip(shape, self.shape)), value=value)
   def pad2d(self: Tensor, padding: Sequence[int], value: float = 0.0) -> Tensor:
     """Older tinygrad's pad2d: flat (left, right, top, bottom, ...) padding from the last dim; negative crops."""
     return self.pad(tuple(padding), value=value)

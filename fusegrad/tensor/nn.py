@@ -499,7 +499,8 @@ class NNMixin(TensorMixin):
     x = self._float()
     big, half = _half_exp(x)
     return with_derivative(big.where(half, (x.exp() + (-x).exp()) / 2), x, lambda x: x.sinh())
-  def softmin(self: Tensor, axis: int = -1, *, dim: int | None = None) -> Tensor: return (-self).softmax(axis if dim is None else dim)
+  def softmin(self: Tensor, axis: int = -1, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
+    return (-self).softmax(axis, dtype, dim=dim)
   def glu(self: Tensor, dim: int = -1) -> Tensor:
     a, b = self.chunk(2, dim)
     return a * b.sigmoid()
@@ -632,8 +633,8 @@ class NNMixin(TensorMixin):
     return p @ value
 
   # ---------------- layers as a list of callables
-  def sequential(self: Tensor, layers: list[Callable[[Tensor], Tensor]]) -> Tensor:
-    """Apply each callable of `layers` in turn, each to the previous one's output (tinygrad's nn.Sequential)."""
+  def sequential(self: Tensor, ll: list[Callable[[Tensor], Tensor]]) -> Tensor:
+    """Apply each callable of `ll` in turn, each to the previous one's output (tinygrad's nn.Sequential)."""
     x = self
-    for f in layers: x = f(x)
+    for f in ll: x = f(x)
     return x

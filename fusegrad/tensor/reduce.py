@@ -125,13 +125,14 @@ class ReduceMixin(TensorMixin):
     return (_MaxRet if largest else _MinRet)(vals, idx)
 
   # ---------------- linear algebra
-  def dot(self: Tensor, w: Tensor) -> Tensor:
+  def dot(self: Tensor, w: Tensor, dtype: DType | str | None = None) -> Tensor:
+    """Matrix product; dtype= (tinygrad's) casts both operands to it first, so the product is computed and returned in it."""
     x = self
     if x.ndim == 0 or w.ndim == 0: raise TensorError(f"matmul needs at least 1-d operands, got shapes {x.shape} and {w.shape}")
     if x.device != w.device: raise RuntimeError(f"matmul operands are on different devices: {x.device} and {w.device}")
     k1, k2 = x.shape[-1], w.shape[-2] if w.ndim > 1 else w.shape[0]
     if k1 != k2: raise TensorError(f"matmul shape mismatch: {x.shape} @ {w.shape} (inner sizes {k1} and {k2} differ)")
-    dt = least_upper_dtype(x.dtype, w.dtype)
+    dt = least_upper_dtype(x.dtype, w.dtype) if dtype is None else to_dtype(dtype)
     x, w = x.cast(dt), w.cast(dt)
     squeeze = []
     if x.ndim == 1: x = x.reshape(1, k1); squeeze.append(-2)
@@ -147,9 +148,10 @@ class ReduceMixin(TensorMixin):
     if -1 in squeeze: out = out.squeeze(-1)
     if -2 in squeeze: out = out.squeeze(-1 if -1 in squeeze else -2)
     return out
-  def matmul(self: Tensor, x: Tensor, reverse: bool = False) -> Tensor: return x.dot(self) if reverse else self.dot(x)
-  def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    x = self.mul(weight) if weight.ndim == 1 else self.dot(weight)
+  def matmul(self: Tensor, x: Tensor, reverse: bool = False, dtype: DType | str | None = None) -> Tensor:
+    return x.dot(self, dtype) if reverse else self.dot(x, dtype)
+  def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None, dtype: DType | str | None = None) -> Tensor:
+    x = (self.mul(weight) if dtype is None else self.cast(dtype).mul(weight.cast(dtype))) if weight.ndim == 1 else self.dot(weight, dtype)
     return x.add(bias) if bias is not None else x
   @classmethod
   def einsum(cls: type[Tensor], formula: str, *operands, acc_dtype=None, dtype=None) -> Tensor:

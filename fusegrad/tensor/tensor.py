@@ -21,6 +21,10 @@ from fusegrad.tensor.elementwise import ElementwiseMixin
 from fusegrad.tensor.reduce import ReduceMixin
 from fusegrad.tensor.indexing import IndexingMixin
 from fusegrad.tensor.nn import NNMixin
+from fusegrad.tensor.torch_names import TorchNamesMixin
+from fusegrad.tensor.special import SpecialMixin
+from fusegrad.tensor.stats import StatsMixin
+from fusegrad.tensor.linalg import LinalgMixin
 from fusegrad.tensor.printing import tensor_str
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
@@ -146,7 +150,8 @@ def _viewed_by_another(base: UOp, but: "Tensor") -> bool:
 def _grad_leaf_uops() -> set[UOp]: return {t.uop for r in list(_grad_tensors.values()) if (t := r()) is not None and t.requires_grad}
 _leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
 
-class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, IndexingMixin, NNMixin, metaclass=_TensorMeta):
+class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, IndexingMixin, NNMixin, TorchNamesMixin, SpecialMixin, StatsMixin,
+             LinalgMixin, metaclass=_TensorMeta):
   """A lazily evaluated n-dimensional array with PyTorch-style semantics."""
   _no_grad: bool = False
   grad: Tensor | None = None
@@ -486,7 +491,9 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     """tinygrad's: the kernels (ScheduleItems, in order) that realizing self and lst would run, without running them.
     Realizing afterwards schedules again (from the schedule cache)."""
     with _realize_lock: return create_schedule([t.uop for t in (self, *lst)])[0]
-  def realize(self, *lst: Tensor) -> Tensor:
+  def realize(self, *lst: Tensor, do_update_stats: bool = True) -> Tensor:
+    """Compute this tensor and those of lst (one schedule). do_update_stats is tinygrad's and changes nothing: the
+    counters in GlobalCounters are always updated."""
     Tensor.realize_all(self, *lst)
     return self
   def __reduce__(self):

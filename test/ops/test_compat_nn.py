@@ -95,11 +95,10 @@ def test_newton_schulz_orthogonalises():
 
 def muon_reference(w0, grads, lr, momentum, wd, nesterov):
   w, b = w0.astype(np.float64), np.zeros(w0.shape)
-  for g in grads:
-    g = g + wd * w
+  for g in grads:  # tinygrad's Muon: weight decay decoupled, applied after the orthogonalised step
     b = momentum * b + g
     g = g + momentum * b if nesterov else b
-    w = w - lr * ns_reference(g.reshape(g.shape[0], -1), 5, MUON_NS).reshape(w.shape)
+    w = w - lr * ns_reference(g.reshape(g.shape[0], -1), 5, MUON_NS).reshape(w.shape) - wd * lr * w
   return w
 
 @pytest.mark.parametrize("shape", [(4, 6), (6, 4), (3, 2, 2), (5,)])
@@ -135,7 +134,7 @@ def test_muon_under_jit():
     opt.step()
     return loss.realize()
   for g in grads: step(Tensor(g))
-  np.testing.assert_allclose(w.numpy(), muon_reference(w0, grads, 0.02, 0.9, 0.0, True), atol=3e-5, rtol=1e-4)
+  np.testing.assert_allclose(w.numpy(), muon_reference(w0, grads, 0.02, 0.9, 0.1, True), atol=3e-5, rtol=1e-4)
 
 # ======================================================================== optimizer behaviour vs torch
 
