@@ -14,15 +14,15 @@ class Optimizer:
   def __init__(self, params: list[Tensor], lr: float | Tensor, device: str | None = None, fused: bool = False):
     params = list({id(p): p for p in params}.values())  # by identity: Tensor == compares elementwise
     for p in params:
-      if p.requires_grad is None: p.requires_grad_(True)  # also gives lazily-initialized parameters their own buffer
-    self.params = [p for p in params if p.requires_grad]
+      if p._requires_grad is None: p.requires_grad_(True)  # also gives lazily-initialized parameters their own buffer
+    self.params = [p for p in params if p._requires_grad]
     if not self.params: raise ValueError("optimizer got no parameters that require grad")
     self.device, self.fused = self.params[0].device, fused
     if device is not None and (other := [p.device for p in self.params if p.device != canonicalize(device)]):
       raise ValueError(f"optimizer device={device!r}, but parameters are on {sorted(set(other))}: fusegrad keeps the optimizer's state "
                        "on its parameters' device (leave device unset)")
     self.lr = lr if isinstance(lr, Tensor) else Tensor([lr], device=self.device, dtype=dtypes.float32)
-    self.buffers: list[Tensor] = [p for p in params if not p.requires_grad]
+    self.buffers: list[Tensor] = [p for p in params if not p._requires_grad]
   def zero_grad(self):
     for p in self.params: p.grad = None
   def step(self) -> None: Tensor.realize_all(*self.schedule_step())

@@ -352,7 +352,7 @@ class ElementwiseMixin(TensorMixin):
     and a leaf that requires grad is not modified in place outside no_grad."""
     if category(result.dtype) > category(self.dtype):
       raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output type {self.dtype} of an in-place operation")
-    if self.requires_grad and not type(self).no_grad:
+    if self._requires_grad and not type(self).no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place; use assign(), or `with Tensor.inference_mode():`")
     return self.assign(result)
   def __abs__(self: Tensor): return self.abs()

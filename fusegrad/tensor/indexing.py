@@ -376,7 +376,7 @@ class IndexingMixin(TensorMixin):
     """self[indices] = value, written in place into the data this tensor holds or views: every view of it (slices,
     reshapes, transposes, made before or after) sees the new values, as in torch. Inside a TinyJit capture the views are
     rebound to the new value instead."""
-    if self.requires_grad and not type(self).no_grad:
+    if self._requires_grad and not type(self).no_grad:
       raise RuntimeError("a leaf tensor that requires grad cannot be modified in place by setitem; use `with Tensor.inference_mode():` or detach()")
     if self.device.startswith("DISK"):  # a file: the indexed range's bytes are written to it now
       view = self[indices]

@@ -147,7 +147,7 @@ def _viewed_by_another(base: UOp, but: "Tensor") -> bool:
   for r in list(_lazy.values()):
     if (t := r()) is not None and t._uop.op in _VIEW_OPS and t is not but and base in _view_chain(t._uop): return True
   return False
-def _grad_leaf_uops() -> set[UOp]: return {t.uop for r in list(_grad_tensors.values()) if (t := r()) is not None and t.requires_grad}
+def _grad_leaf_uops() -> set[UOp]: return {t.uop for r in list(_grad_tensors.values()) if (t := r()) is not None and t._requires_grad}
 _leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
 
 class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, IndexingMixin, NNMixin, TorchNamesMixin, SpecialMixin, StatsMixin,
@@ -227,7 +227,17 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     self._uop = u
     if (ref := self._ref) is not None: _file(ref, u)  # (unregistered while __init__ runs)
   @property
-  def requires_grad(self) -> bool | None: return self._requires_grad
+  def requires_grad(self) -> bool | None:
+    """The flag given to this tensor, or for an op's result (no flag of its own) True when its graph reads a tensor that
+    requires grad other than through detach(), as in torch and tinygrad (else None). The internals ask for the tensor's
+    own flag, `_requires_grad`: that is what makes a leaf (in-place rules, which tensors backward() fills)."""
+    if (flag := self._requires_grad) is not None: return flag
+    leaves = _grad_leaf_uops()
+    return True if leaves and any(u in leaves for u in self._uop.toposort(lambda u: u.op is Ops.DETACH)) else None
+  @property
+  def is_leaf(self) -> bool:
+    """torch's: False only for an op's result that requires grad through its inputs (see requires_grad)."""
+    return self._requires_grad is not None or self.requires_grad is None
   @requires_grad.setter
   def requires_grad(self, value: bool | None) -> None:
     self._requires_grad = value
@@ -263,7 +273,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if Tensor.no_grad: raise RuntimeError("backward() while Tensor.no_grad is set (or inside Tensor.inference_mode()): gradients are off")
     in_graph = set(self.uop.toposort())
     # as tinygrad: every float tensor of the graph gets a gradient unless it says requires_grad=False (constants have none)
-    params = [t for t in _tensors_on(in_graph) if t.uop in in_graph and (t.requires_grad or t.requires_grad is None and dtypes.is_float(t.dtype)
+    params = [t for t in _tensors_on(in_graph) if t.uop in in_graph and (t._requires_grad or t._requires_grad is None and dtypes.is_float(t.dtype)
                                                                   and t.uop.base.op is not Ops.CONST and t is not self)]
     if not params: raise RuntimeError("backward(): no tensor in this graph can have a gradient (all are constants, or requires_grad=False)")
     for t, g in zip(params, self.gradient(*params, gradient=gradient)):
@@ -334,7 +344,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     with _realize_lock:  # (held by the caller's write too: it is reentrant)
       if self.uop.op is Ops.ASSIGN: Tensor._realize_all(self)  # the previous write first: then self holds its buffer again
       base = _held_buffer(self.uop)  # (not a lazy node that reads another tensor's result: that one keeps its old value)
-      if base is None or base.device.startswith("DISK") or self.requires_grad: return False
+      if base is None or base.device.startswith("DISK") or self._requires_grad: return False
       if v.device != self.device: raise TensorError(f"assign: device {v.device} does not match {self.device}")
       if (grad_leaves := _grad_leaf_uops()) and any(u in grad_leaves for u in v.uop.toposort(lambda u: u.op is Ops.DETACH)): return False
       if 0 in v.shape: return True
@@ -480,7 +490,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
         if (old.op in GroupOp.Movement or old.op is Ops.DETACH) and _view_chain(old)[-1].op is Ops.BUFFER and not _realize.is_capturing(): continue
         # keep the lazy graph while it still leads to a tensor that needs a gradient (so y.numpy(); y.backward() works);
         # the realized map makes later kernels read the buffer instead of recomputing
-        if not t.requires_grad:
+        if not t._requires_grad:
           if grad_leaves is None: grad_leaves = _grad_leaf_uops()
           if grad_leaves and any(u in grad_leaves for u in old.toposort(lambda u: u.op is Ops.DETACH)): continue
         if old in shared: continue
@@ -502,7 +512,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     graph's nodes were pickled without their buffers' data: the copy crashed when read.)"""
     t = self._concrete().detach().contiguous()
     device = "CPU" if self.device.startswith("DISK") else self.device
-    return _rebuild, (bytes(t._buffer().as_memoryview()), self.dtype, device, tuple(t.shape), self.requires_grad)
+    return _rebuild, (bytes(t._buffer().as_memoryview()), self.dtype, device, tuple(t.shape), self._requires_grad)
   def _buffer(self) -> Buffer:
     self.realize()
     # a realized view that is no whole buffer (a channels-last convolution seen as NCHW) is copied on a second pass

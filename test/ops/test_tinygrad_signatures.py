@@ -101,3 +101,27 @@ def test_torch_load_takes_a_disk_tensor(tmp_path):
   assert torch_load(Tensor(pathlib.Path(path)))["w"].tolist() == want
   with pytest.raises(ValueError, match="DISK tensor of a whole file"): torch_load(Tensor([1, 2, 3]))
   with pytest.raises(ValueError, match="DISK tensor of a whole file"): torch_load(Tensor(pathlib.Path(path))[4:])
+
+# ======================================================================== requires_grad propagates to op results
+def test_requires_grad_propagates_like_torch():
+  a, c = Tensor([1.0, 2.0], requires_grad=True), Tensor([1.0, 2.0])
+  ta = torch.tensor([1.0, 2.0], requires_grad=True)
+  cases = [(a * 2, ta * 2), ((a * 2).sum(), (ta * 2).sum()), (a[1:], ta[1:]), ((a * 3).detach(), (ta * 3).detach()),
+           (a.reshape(2, 1) + c.reshape(1, 2), ta.reshape(2, 1) + torch.ones(1, 2))]
+  for x, tx in cases:
+    assert bool(x.requires_grad) == tx.requires_grad and x.is_leaf == tx.is_leaf
+  assert a.requires_grad is True and a.is_leaf
+  # tinygrad's None (not False) for results of tensors without the flag; a leaf that says False stays False
+  assert (c * 2).requires_grad is None and (c * 2).is_leaf
+  f = Tensor([1.0], requires_grad=False)
+  assert f.requires_grad is False and f.is_leaf and (f * 2).requires_grad is None
+
+def test_in_place_on_a_result_that_requires_grad():
+  """torch allows it (only a leaf is refused); the gradient flows through the new value."""
+  a = Tensor([1.0, 2.0], requires_grad=True)
+  b = a * 2
+  assert b.requires_grad and not b.is_leaf
+  b += 1
+  b.sum().backward()
+  assert a.grad.tolist() == [2.0, 2.0]
+  with pytest.raises(RuntimeError, match="leaf"): a += 1
