@@ -12,7 +12,7 @@ from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, truncate, cate
 from fusegrad.gradient import with_derivative
 from fusegrad.helpers import TensorError
 from fusegrad.uop.ops import _FLOAT_DTYPES, DERIVATIVE, Ops, UOp, _elementwise, wide_dtype
-from fusegrad.tensor.common import TensorMixin, is_tensor, _shrink_dim
+from fusegrad.tensor.common import TensorMixin, is_tensor, _checked_dtype, _shrink_dim
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
@@ -228,6 +228,7 @@ class ElementwiseMixin(TensorMixin):
       # and that shared node would take this gradient rule in place of maximum's (ties split 0.5/0.5)
       if min_ is not None: min_ = self._operand(min_)  # (numpy scalars as numbers)
       if max_ is not None: max_ = self._operand(max_)
+      if dtypes.is_int(self.dtype): _checked_dtype([b for b in (min_, max_) if type(b) is int], self.dtype)  # raises as torch: no wrap
       if any(b is not None and b != b for b in (min_, max_)) and dtypes.is_float(self.dtype):  # a NaN bound: NaN, as torch
         return self * 0 + math.nan  # (and a zero gradient, as torch's)
       x = self.uop  # built on nodes, gradient rule included: this runs for every clamp of an eager program

@@ -272,7 +272,7 @@ def checked_dtype(values: list, dtype: DType | None) -> DType:
     dtype = dtypes.from_py(values)
     if dtype == dtypes.default_int and ints and not all(dtypes.min(dtype) <= v <= dtypes.max(dtype) for v in ints): dtype = dtypes.int64
   if dtypes.is_int(dtype) and ints:
-    lo, hi = (-dtypes.max(dtype) - 1 if dtypes.is_unsigned(dtype) else dtypes.min(dtype)), dtypes.max(dtype)
+    lo, hi = (-dtypes.max(dtype) if dtypes.is_unsigned(dtype) else dtypes.min(dtype)), dtypes.max(dtype)  # (torch: -255 wraps into uint8, -256 raises)
     if bad := next((v for v in ints if not lo <= v <= hi), None):
       raise RuntimeError(f"value {bad} cannot be converted to type {dtype} without overflow" if dtype != dtypes.int64 or abs(bad) < 2**64 else
                          f"value {bad} does not fit any integer dtype (the widest is int64)")

@@ -328,3 +328,22 @@ def test_long_float_sums_are_split_into_short_partials():
   assert abs(Tensor(y).var().item() - torch.from_numpy(y).var().item()) < 0.2  # (the mean, ~1e-7 off, squared)
   z = rng.random(3 * 2**16).astype(np.float32)
   assert abs(Tensor(z).sum().item() - z.astype(np.float64).sum()) < 1e-2
+
+# ======================================================================== an int clamp bound outside the dtype raises (torch), never wraps
+@pytest.mark.parametrize("dtype,tdtype,kw", [(dtypes.uint8, torch.uint8, dict(max=300)), (dtypes.uint8, torch.uint8, dict(min=-256)),
+                                             (dtypes.int8, torch.int8, dict(max=255)), (dtypes.int16, torch.int16, dict(min=-40000)),
+                                             (dtypes.int32, torch.int32, dict(min=0, max=2**31))])
+def test_clamp_int_bound_overflow_raises(dtype, tdtype, kw):
+  with pytest.raises(RuntimeError, match="without overflow"): torch.tensor([1, 2], dtype=tdtype).clamp(**kw)
+  with pytest.raises(RuntimeError, match="without overflow"): Tensor([1, 2], dtype=dtype).clamp(**kw)
+
+@pytest.mark.parametrize("dtype,tdtype,kw", [(dtypes.uint8, torch.uint8, dict(min=-1)), (dtypes.uint8, torch.uint8, dict(min=-255, max=255)),
+                                             (dtypes.int8, torch.int8, dict(min=-128, max=127)), (dtypes.uint8, torch.uint8, dict(max=2.5))])
+def test_clamp_int_bound_in_range_matches_torch(dtype, tdtype, kw):
+  want = torch.tensor([1, 2, 100], dtype=tdtype).clamp(**kw)
+  got = Tensor([1, 2, 100], dtype=dtype).clamp(**kw)
+  assert got.tolist() == want.tolist() and got.numpy().dtype == want.numpy().dtype
+
+def test_uint8_from_minus_256_raises():
+  with pytest.raises(RuntimeError, match="without overflow"): Tensor([-256], dtype=dtypes.uint8)
+  assert Tensor([-255], dtype=dtypes.uint8).tolist() == [1]
