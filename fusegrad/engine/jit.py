@@ -36,7 +36,9 @@ def _tensors_in(x: Any) -> list:
 def _rebuild(x: Any, fn: Callable) -> Any:
   from fusegrad.tensor import Tensor
   if isinstance(x, Tensor): return fn(x)
-  if isinstance(x, (list, tuple)): return type(x)(_rebuild(v, fn) for v in x)
+  if isinstance(x, (list, tuple)):
+    items = [_rebuild(v, fn) for v in x]
+    return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)  # (a named tuple, e.g. max(dim=)'s, takes fields)
   if isinstance(x, dict): return {k: _rebuild(v, fn) for k, v in x.items()}
   return x
 

@@ -8,7 +8,7 @@ WINDOW), so it fuses and differentiates like any other graph. A few ops have a r
 Index outputs (sort/argsort/topk/cummax/... indices, nonzero) are int32, fusegrad's default int, where PyTorch returns
 int64."""
 from __future__ import annotations
-import math
+import collections, math
 from typing import TYPE_CHECKING, Any
 from fusegrad.dtype import DType, dtypes, to_dtype
 from fusegrad.helpers import TensorError, flatten, prod
@@ -19,6 +19,9 @@ from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, value_device, _a
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
 
+# torch.return_types: the (values, indices) pairs read by name too (x.sort().values, x.topk(3).indices)
+_SortRet, _TopkRet, _MedianRet, _KthvalueRet, _ModeRet, _CummaxRet, _CumminRet = (collections.namedtuple(n, ["values", "indices"])
+  for n in ("sort", "topk", "median", "kthvalue", "mode", "cummax", "cummin"))
 _SCAN_BLOCK = 32
 
 def _scan_identity(op: str, dt: DType):
@@ -639,13 +642,13 @@ class IndexingMixin(TensorMixin):
     """(values, indices) sorted along dim. Always stable (ties keep their order); NaN sorts as the largest value.
     O(n^2) comparisons per row, fused into one reduce."""
     T = type(self)
-    if self.ndim == 0: return self, T.zeros((), dtype=IDX, device=self.device)
+    if self.ndim == 0: return _SortRet(self, T.zeros((), dtype=IDX, device=self.device))
     d = _norm(dim, self.ndim)
     n = self.shape[d]
-    if n == 0: return self, T.zeros(self.shape, dtype=IDX, device=self.device)
+    if n == 0: return _SortRet(self, T.zeros(self.shape, dtype=IDX, device=self.device))
     x = _to_last(self, d)
     idx = _rank_to_index(_sort_rank(x.detach(), descending), n)
-    return _from_last(x.gather(-1, idx), d), _from_last(idx, d)
+    return _SortRet(_from_last(x.gather(-1, idx), d), _from_last(idx, d))
   def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor: return self.sort(dim, descending)[1]
   def msort(self: Tensor) -> Tensor: return self.sort(0)[0]
   def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, sorted_: bool | None = None) -> tuple[Tensor, Tensor]:
@@ -654,11 +657,13 @@ class IndexingMixin(TensorMixin):
     d = _norm(dim, max(self.ndim, 1))
     n = self.shape[d] if self.ndim else 1
     if not 0 <= k <= n: raise RuntimeError(f"topk(): selected index k={k} out of range for dim {d} of size {n}")
-    if self.ndim == 0: return self, T.zeros((), dtype=IDX, device=self.device)
+    if self.ndim == 0: return _TopkRet(self, T.zeros((), dtype=IDX, device=self.device))
     x = _to_last(self, d)
-    if k == 0: return _from_last(x.shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, 0),)), d), T.zeros(self.shape[:d] + (0,) + self.shape[d + 1:], dtype=IDX, device=self.device)
+    if k == 0:
+      return _TopkRet(_from_last(x.shrink(tuple((0, s) for s in x.shape[:-1]) + ((0, 0),)), d),
+                      T.zeros(self.shape[:d] + (0,) + self.shape[d + 1:], dtype=IDX, device=self.device))
     idx = _rank_to_index(_sort_rank(x.detach(), largest), k)
-    return _from_last(x.gather(-1, idx), d), _from_last(idx, d)
+    return _TopkRet(_from_last(x.gather(-1, idx), d), _from_last(idx, d))
   def _select_rank(self: Tensor, k: int, dim, keepdim: bool, name: str, nan_wins: bool = False):
     """(value, index) of the element of sorted rank k along dim."""
     d = _norm(dim, max(self.ndim, 1))
@@ -682,17 +687,17 @@ class IndexingMixin(TensorMixin):
       return x._select_rank((x.numel() - 1) // 2, 0, False, "median", True)[0]
     d = _norm(dim, max(self.ndim, 1))
     n = self.shape[d] if self.ndim else 1
-    return self._select_rank((n - 1) // 2, d, keepdim, "median", True)
+    return _MedianRet(*self._select_rank((n - 1) // 2, d, keepdim, "median", True))
   def kthvalue(self: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
     """(value, index) of the k-th smallest element (1-based) along dim."""
     d = _norm(dim, max(self.ndim, 1))
     n = self.shape[d] if self.ndim else 1
     if not 1 <= k <= n: raise RuntimeError(f"kthvalue(): k={k} out of range for dim {d} of size {n}")
-    return self._select_rank(k - 1, d, keepdim, "kthvalue")
+    return _KthvalueRet(*self._select_rank(k - 1, d, keepdim, "kthvalue"))
   def mode(self: Tensor, dim: int = -1, keepdim: bool = False) -> tuple[Tensor, Tensor]:
     """(value, index) of the most frequent value along dim (ties: the smallest value; index: its last occurrence)."""
     T = type(self)
-    if self.ndim == 0: return self, T.zeros((), dtype=IDX, device=self.device)
+    if self.ndim == 0: return _ModeRet(self, T.zeros((), dtype=IDX, device=self.device))
     d = _norm(dim, self.ndim)
     n = self.shape[d]
     if n == 0: raise IndexError(f"mode(): cannot take the mode of an empty dim {d} of {self.shape}")
@@ -706,8 +711,7 @@ class IndexingMixin(TensorMixin):
     v = num.any(-1, keepdim=True).where(num.where(xd, _scan_identity("min", xd.dtype)).min(-1, keepdim=True), math.nan if dtypes.is_float(xd.dtype) else 0)
     idx = (best & same(xd, v)).where(_arange(n, self), -1).max(-1, keepdim=True)
     vals = x.gather(-1, idx)
-    if not keepdim: return vals.squeeze(-1), idx.squeeze(-1)
-    return _from_last(vals, d), _from_last(idx, d)
+    return _ModeRet(vals.squeeze(-1), idx.squeeze(-1)) if not keepdim else _ModeRet(_from_last(vals, d), _from_last(idx, d))
   def _scan_op(self: Tensor, axis, op: str, dtype) -> Tensor:
     x = self.cast(to_dtype(dtype) if dtype is not None else self._sum_dtype() if op in ("sum", "prod") else self.dtype)
     if x.ndim == 0: _norm(axis, 0); return x
@@ -738,6 +742,6 @@ class IndexingMixin(TensorMixin):
     return _from_last(x.gather(-1, idx), d), _from_last(idx, d)
   def cummax(self: Tensor, axis: int | None = None, *, dim: int | None = None) -> tuple[Tensor, Tensor]:
     """(running max, index where it was reached: the latest on ties; NaN propagates)."""
-    return self._cum_extreme(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "max")
+    return _CummaxRet(*self._cum_extreme(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "max"))
   def cummin(self: Tensor, axis: int | None = None, *, dim: int | None = None) -> tuple[Tensor, Tensor]:
-    return self._cum_extreme(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "min")
+    return _CumminRet(*self._cum_extreme(_pick(axis, dim) if (axis, dim) != (None, None) else 0, "min"))

@@ -280,13 +280,6 @@ class MovementMixin(TensorMixin):
     n, k = self.shape[0], abs(diagonal)
     m = self.reshape(n, 1).pad(((0, 0), (0, n))).reshape(n * (n + 1))[:n * n].reshape(n, n) if n else self.reshape(0, 0)
     return m.pad(((0, k), (k, 0)) if diagonal >= 0 else ((k, 0), (0, k)))
-  def diag_embed(self: Tensor, offset: int = 0) -> Tensor:
-    """Each last-dim vector placed on the diagonal of a new trailing square matrix."""
-    n, k = self.shape[-1], abs(offset)
-    lead = self.shape[:-1]
-    z = tuple((0, 0) for _ in lead)
-    m = self.unsqueeze(-1).pad(z + ((0, 0), (0, n))).reshape(lead + (n * (n + 1),)).shrink(tuple((0, s) for s in lead) + ((0, n * n),)).reshape(lead + (n, n))
-    return m.pad(z + (((0, k), (k, 0)) if offset >= 0 else ((k, 0), (0, k))))
   def trace(self: Tensor) -> Tensor:
     if self.ndim != 2: raise RuntimeError(f"trace(): expects a 2-d tensor, got shape {self.shape}")
     return self.diagonal().sum()

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from fusegrad import Tensor, dtypes
+from fusegrad import Tensor, TinyJit, dtypes
 
 def _same(got, want):
   if isinstance(want, (tuple, list)):
@@ -170,3 +170,25 @@ def test_histc():
   for kw in ({"bins": 4, "min": 0, "max": 4}, {"bins": 3}, {"bins": 5, "min": 1, "max": 2.5}):
     assert Tensor(x.numpy()).histc(**kw).tolist() == torch.histc(x, **kw).tolist(), kw
   assert Tensor([2.0, 2.0]).histc(bins=4).tolist() == torch.histc(torch.tensor([2.0, 2.0]), bins=4).tolist()
+
+# ======================================================================== (values, indices) results readable by name, as torch.return_types
+NAMED = [("sort", lambda t: t.sort(1)), ("sort", lambda t: t.sort(descending=True)), ("topk", lambda t: t.topk(2)),
+         ("median", lambda t: t.median(1)), ("kthvalue", lambda t: t.kthvalue(2, 1)), ("mode", lambda t: t.mode(1)),
+         ("cummax", lambda t: t.cummax(1)), ("cummin", lambda t: t.cummin(1)), ("max", lambda t: t.max(dim=1)), ("min", lambda t: t.min(dim=0))]
+
+@pytest.mark.parametrize("name,fn", NAMED)
+def test_value_index_pairs_are_named(name, fn):
+  xn = np.array([[3.0, 1.0, 2.0, 1.0], [0.0, 5.0, 4.0, 5.0]], np.float32)
+  got, want = fn(Tensor(xn)), fn(torch.tensor(xn))
+  assert type(got).__name__ == name and got._fields == ("values", "indices")
+  np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+  np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+  v, i = got  # still a pair
+  assert v is got.values and i is got.indices
+
+def test_tinyjit_returns_a_named_tuple():
+  @TinyJit
+  def f(a: Tensor): return (a * 2).max(dim=1)
+  for k in range(3):
+    r = f(Tensor([[1.0, 2.0 + k], [4.0, 3.0]]))
+  assert type(r).__name__ == "max" and r.values.tolist() == [8.0, 8.0] and r.indices.tolist() == [1, 0]
