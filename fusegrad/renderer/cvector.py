@@ -218,7 +218,8 @@ def kinds(body: list[UOp], lane: UOp, half: bool = False) -> dict[UOp, str] | No
     # a float16 load is converted to a float32 vector as it is loaded (the kernel computes half math in float32 anyway)
     if u.op is Ops.LOAD: kind = "v" if u.dtype == f32 or (half and u.dtype == dtypes.float16) else "l" if _is_lane(u.dtype) else None
     elif u.dtype == f32: kind = "v" if u.op in GroupOp.ALU or (u.op is Ops.CAST and (_is_lane(u.src[0].dtype) or srcs[0] == "v")) else None
-    elif half and u.dtype == dtypes.float16 and u.op is Ops.WHERE: kind = "v"  # a padded half read: selects converted values
+    # a padded half read selects converted values; a value cast to float16 in the loop is bits ("h"), not one of them
+    elif half and u.dtype == dtypes.float16 and u.op is Ops.WHERE: kind = "v" if "h" not in srcs else None
     elif half and u.dtype == dtypes.float16 and u.op is Ops.CAST and srcs[0] == "v": kind = "h"  # float16 bits, only stored
     elif u.op in MASK_OPS and u.src[0].dtype == f32: kind = "m"
     elif u.dtype == dtypes.bool and u.op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ): kind = "m" if "m" in srcs else "l"

@@ -11,7 +11,7 @@ from fusegrad import buffers
 from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, truncate, category
 from fusegrad.gradient import with_derivative
 from fusegrad.helpers import TensorError
-from fusegrad.uop.ops import _FLOAT_DTYPES, DERIVATIVE, Ops, UOp, _elementwise, wide_dtype
+from fusegrad.uop.ops import _FLOAT_DTYPES, DERIVATIVE, Ops, UOp, _elementwise, promote_types, wide_dtype
 from fusegrad.tensor.common import TensorMixin, is_tensor, _checked_dtype, _shrink_dim
 
 if TYPE_CHECKING:
@@ -196,12 +196,20 @@ class ElementwiseMixin(TensorMixin):
     if detect_positive and detect_negative: return self.abs() == math.inf
     return self == (math.inf if detect_positive else -math.inf)
   def isfinite(self: Tensor) -> Tensor: return (self.isinf() | self.isnan()).logical_not()
+  def _scaled(self: Tensor, x, alpha) -> Tensor:
+    """x * alpha for add/sub's alpha=, as torch: alpha takes the result's dtype (bool: truth), and a float alpha with
+    integer operands raises."""
+    x = self._to_tensor(x)
+    dt = promote_types(self, x)
+    if not dtypes.is_float(dt) and isinstance(alpha, float):
+      raise RuntimeError(f"alpha={alpha}: for integral input tensors, alpha must not be a floating point number")
+    return x * bool(alpha) if dt == dtypes.bool else x * alpha
   def add(self: Tensor, x, reverse: bool = False, alpha=None) -> Tensor:
     # (reverse: tinygrad's signature; addition commutes, bool's "or" too)
-    if alpha is not None: x = self._to_tensor(x) * alpha
+    if alpha is not None: x = self._scaled(x, alpha)
     return type(self)(self.uop.add(self._operand(x)))
   def sub(self: Tensor, x, reverse: bool = False, alpha=None) -> Tensor:
-    if alpha is not None: x = self._to_tensor(x) * alpha
+    if alpha is not None: x = self._scaled(x, alpha)
     return type(self)(self.uop.sub(self._operand(x), reverse))
   def mul(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.mul(self._operand(x), reverse))
   def div(self: Tensor, x, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:

@@ -301,7 +301,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       return self
     with _realize_lock:
       if self._assign_into_slice(x.cast(self.dtype)) or self._write_through_view(x.cast(self.dtype)): return self
-    self.uop = x.cast(self.dtype).uop
+    old, self.uop = self.uop, x.cast(self.dtype).uop
+    if buffers.buffer_view(old) is None: self._rebind_views(old)
     # equal constants are one node: a tensor assigned one gets a node of its own (two parameters must not share a gradient)
     if self.uop.base.op is Ops.CONST: self.uop = UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))
     _pending_assigns[id(self)] = weakref.ref(self)
@@ -375,13 +376,21 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if holder is None: return False
     return holder._assign_box({d: lo for d, ((lo, hi), n) in enumerate(zip(u.arg, h.shape)) if hi - lo != n}, value.reshape(u.shape))
 
+  def _rebind_views(self, old: UOp) -> None:
+    """self, a lazy value until now (`old`), was given a new value: the live views of old see it, as torch's views of
+    the tensor would (x = Tensor.zeros(3); v = x[1:]; x += 1 changes v). Values computed from old keep it."""
+    for t in _lazy_tensors(self):
+      if t.uop is not old and _is_view_of(t.uop, old): t.uop = t.uop.substitute({old: self.uop})
+
   def _write_through_view(self, value: Tensor) -> bool:
     """If self is a view (slice, transpose, flip, detach, ...) of data another tensor or a buffer holds, write value
     (self's full new value) into that data, as torch and tinygrad do, and return True. The base gets
     `where(mask, value placed where the view reads, old base)`, so one fused kernel does the write."""
     chain = _view_chain(self.uop)
     if len(chain) == 1 and self.uop not in _viewed_buffers: return False  # a lazy value or an unviewed buffer: rebinding is the write
-    if (owned := buffers.buffer_view(self.uop)) is not None and (owned not in _viewed_buffers or owned not in chain): return False
+    # (a view that has been read has a copy of its values: the write still goes to what it views)
+    if (owned := buffers.buffer_view(self.uop)) is not None and owned not in chain and len(chain) > 1: owned = None
+    if owned is not None and (owned not in _viewed_buffers or owned not in chain): return False
     # self holds a whole buffer: rebinding it is the write, unless other tensors view that buffer
     if owned is not None and not _viewed_by_another(owned, self): return False
     others = [t for t in _tensors_on(chain[-1:]) if t is not self]

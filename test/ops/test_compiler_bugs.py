@@ -1,6 +1,7 @@
 """Results that a C compiler once got wrong, and the per-compiler self-check that guards against them."""
 import numpy as np
 import pytest
+import torch
 from fusegrad import Tensor, Context
 from fusegrad.runtime import ops_cpu
 
@@ -42,3 +43,22 @@ def test_two_strided_reads_of_one_buffer(dtype):
   for i, j in [((slice(1, 3), 2, 0), (2, slice(2, 4), 4)), ((2, slice(1, 4), 2), (slice(None), 1, 2)),
                ((slice(0, 2), 3, 3), (0, slice(1, 3), 1))]:
     np.testing.assert_array_equal((x[i] + x[j]).numpy(), xn[i] + xn[j], err_msg=f"x[{i}] + x[{j}]")
+
+# ======================================================================== float16 values cast in a vector loop, then selected
+def _where(m, a, b): return torch.where(m, a, b) if isinstance(m, torch.Tensor) else m.where(a, b)
+
+@pytest.mark.parametrize("make", [
+  lambda x, m: _where(m, x.half(), 0),
+  lambda x, m: _where(m, x.half(), x.half() * 2),
+  lambda x, m: x.half().masked_fill(m, 3.0),
+  lambda x, m: (_where(m, x.half(), 0).float() * 3).sum(-1),
+  lambda x, m: _where(m, x.half(), 0).sum(-1),
+  lambda x, m: _where(m, x.half(), x.half() * 2).sum(-1),
+])
+def test_float16_cast_then_where(make):
+  """The vector renderer selected between float16 bits (a cast in the loop) and float32 values: gcc refused the kernel."""
+  rng = np.random.default_rng(0)
+  xn, mn = (rng.standard_normal((5, 37)) * 100).astype(np.float32), rng.random((5, 37)) > 0.5
+  got = make(Tensor(xn), Tensor(mn)).numpy()
+  want = make(torch.tensor(xn), torch.tensor(mn)).numpy()
+  np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3)

@@ -190,3 +190,33 @@ def test_a_conv_gradient_rule_keeps_no_tensor_alive():
     x.conv2d(w, padding=1, stride=stride).relu().sum().backward()
     live.append(len(tt._lazy))
   assert x.grad is not None and live[-1] == live[-3] == live[1]
+
+# ======================================================================== in-place writes into a lazy tensor reach its views (torch's aliasing)
+# (not flip: a copy in torch, a view here, see ops.md)
+VIEWS = [lambda t: t[1:], lambda t: t.reshape(3, 2), lambda t: t.reshape(2, 3).T, lambda t: t[::2], lambda t: t.detach(),
+         lambda t: t.reshape(2, 3)[1][1:]]
+WRITES = [lambda t: t.add_(1), lambda t: t.mul_(3), lambda t: t.__iadd__(10), lambda t: t.copy_(t * 0 + 7), lambda t: t.zero_()]
+
+@pytest.mark.parametrize("write", range(len(WRITES)))
+@pytest.mark.parametrize("view", range(len(VIEWS)))
+@pytest.mark.parametrize("lazy", ["op", "zeros"])
+def test_views_of_a_lazy_tensor_see_its_inplace_write(lazy, view, write):
+  fx = Tensor(np.arange(6, dtype=np.float32)) * 1 if lazy == "op" else Tensor.zeros(6)
+  tx = torch.arange(6, dtype=torch.float32) * 1 if lazy == "op" else torch.zeros(6)
+  fv, tv = VIEWS[view](fx), VIEWS[view](tx)
+  fold, told = fx * 2, tx * 2  # a value computed before the write keeps the old contents
+  WRITES[write](fx); WRITES[write](tx)
+  np.testing.assert_array_equal(fv.numpy(), tv.numpy())
+  np.testing.assert_array_equal(fx.numpy(), tx.numpy())
+  np.testing.assert_array_equal(fold.numpy(), told.numpy())
+
+@pytest.mark.parametrize("view", range(len(VIEWS)))
+def test_a_read_view_still_writes_through(view):
+  """Reading a view computes a copy of its values; a later write through the view must still land in its base."""
+  fx, tx = Tensor(np.arange(6, dtype=np.float32)), torch.arange(6, dtype=torch.float32)
+  fv, tv = VIEWS[view](fx), VIEWS[view](tx)
+  np.testing.assert_array_equal(fv.numpy(), tv.numpy())
+  with torch.no_grad():
+    fv += 10; tv += 10
+  np.testing.assert_array_equal(fx.numpy(), tx.numpy())
+  np.testing.assert_array_equal(fv.numpy(), tv.numpy())
