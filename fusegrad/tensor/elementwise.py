@@ -214,7 +214,9 @@ class ElementwiseMixin(TensorMixin):
   def mul(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.mul(self._operand(x), reverse))
   def div(self: Tensor, x, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
     return type(self)(self.uop.div(self._operand(x), reverse, rounding_mode))
-  def idiv(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.idiv(self._operand(x), reverse))
+  def idiv(self: Tensor, x, reverse: bool = False) -> Tensor:
+    """tinygrad's integer division: rounds toward zero (C's). `//` and floor_divide round down, as Python's and torch's."""
+    return self.div(x, reverse, rounding_mode="trunc")
   def mod(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.mod(self._operand(x), reverse))
   def fmod(self: Tensor, x) -> Tensor: return type(self)(self.uop.fmod(self._operand(x)))
   def pow(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.pow(self._operand(x), reverse))
@@ -299,7 +301,7 @@ class ElementwiseMixin(TensorMixin):
   def rshift(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.SHR, x, reverse)
   bitwise_left_shift, bitwise_right_shift = lshift, rshift
   # more torch spellings
-  def floor_divide(self: Tensor, x) -> Tensor: return self.idiv(x)
+  def floor_divide(self: Tensor, x) -> Tensor: return self // x
   def remainder(self: Tensor, x) -> Tensor: return self.mod(x)
   def true_divide(self: Tensor, x) -> Tensor: return self.div(x)
   def clamp_min(self: Tensor, min) -> Tensor: return self.clip(min, None)
@@ -323,8 +325,8 @@ class ElementwiseMixin(TensorMixin):
   def __rmul__(self: Tensor, x): return t if (t := self._fast_binary(Ops.MUL, x, True)) is not None else self.mul(x, reverse=True)
   def __truediv__(self: Tensor, x): return t if (t := self._fast_binary(Ops.FDIV, x)) is not None else self.div(x)
   def __rtruediv__(self: Tensor, x): return t if (t := self._fast_binary(Ops.FDIV, x, True)) is not None else self.div(x, reverse=True)
-  def __floordiv__(self: Tensor, x): return self.idiv(x)
-  def __rfloordiv__(self: Tensor, x): return self.idiv(x, reverse=True)
+  def __floordiv__(self: Tensor, x): return type(self)(self.uop.idiv(self._operand(x)))
+  def __rfloordiv__(self: Tensor, x): return type(self)(self.uop.idiv(self._operand(x), True))
   def __mod__(self: Tensor, x): return self.mod(x)
   def __rmod__(self: Tensor, x): return self.mod(x, reverse=True)
   def __pow__(self: Tensor, x): return self.pow(x)
@@ -347,7 +349,7 @@ class ElementwiseMixin(TensorMixin):
   def __isub__(self: Tensor, x): return self._inplace(self.sub(x))
   def __imul__(self: Tensor, x): return self._inplace(self.mul(x))
   def __itruediv__(self: Tensor, x): return self._inplace(self.div(x))
-  def __ifloordiv__(self: Tensor, x): return self._inplace(self.idiv(x))
+  def __ifloordiv__(self: Tensor, x): return self._inplace(self // x)
   def __imod__(self: Tensor, x): return self._inplace(self.mod(x))
   def __ipow__(self: Tensor, x): return self._inplace(self.pow(x))
   def __iand__(self: Tensor, x): return self._inplace(self.bitwise_and(x))

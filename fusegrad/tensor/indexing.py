@@ -610,7 +610,7 @@ class IndexingMixin(TensorMixin):
       if reduce == "mean":
         cnt = hit.sum(-2, dtype=IDX) + int(include_self)
         cnt = (cnt == 0).where(1, cnt)
-        val = val / cnt.cast(dt) if dtypes.is_float(dt) else val.idiv(cnt.cast(dt))
+        val = val / cnt.cast(dt) if dtypes.is_float(dt) else val // cnt.cast(dt)
     elif reduce == "prod":
       val = hit.where(s, 1).prod(-2, dtype=dt)
       if include_self: val = val * x

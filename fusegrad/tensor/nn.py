@@ -11,7 +11,7 @@ from fusegrad.helpers import TensorError, flatten, prod
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad import buffers
 from fusegrad.device import Device
-from fusegrad.tensor.common import TensorMixin, is_tensor, _arange
+from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange
 from fusegrad.gradient import compute_gradient, with_derivative, with_gradient
 
 if TYPE_CHECKING:
@@ -214,6 +214,16 @@ def _attention_probs(scores: Tensor) -> Tensor:
   e = (scores - dead.where(0, m)).exp()  # (the -inf max would make -inf - -inf = NaN)
   return e * dead.where(1, e.sum(-1, keepdim=True)).reciprocal()
 
+def _fixed_point_pass(x: Tensor, w: list[list[float]], a: int, trail: tuple) -> Tensor:
+  """One dim's linear pass over a uint8 image (x: int32 values) as torch's uint8 kernel computes it: the weights in
+  fixed point with the most bits that keep the largest under 2^15, the sum rounded half up and clamped to 0..255 (the
+  next pass reads the rounded values), so the results are torch's to the bit."""
+  bits = next((b for b in range(22) if int(0.5 + max(map(max, w)) * (1 << (b + 1))) >= 1 << 15), 22)
+  q = [[int(v * (1 << bits) + 0.5) for v in row] for row in w]
+  o, i = len(w), len(w[0])
+  s = (x.unsqueeze(a) * type(x)(q, device=x.device, dtype=dtypes.int32).reshape((o, i) + trail)).sum(a + 1, dtype=dtypes.int32)
+  return ((s + (1 << (bits - 1))) >> bits).clip(0, 255)
+
 class NNMixin(TensorMixin):
   # ---------------- softmax and friends
   def _shift(self: Tensor, axis) -> Tensor | float:
@@ -294,7 +304,7 @@ class NNMixin(TensorMixin):
     first = wflat.argmax(-1)
     sel = first.unsqueeze(-1) == T.arange(K, device=self.device)
     ind = sel.where(idx.reshape(idx.shape[:-n] + (K,)), 0).sum(-1)
-    return out, ind.cast(dtypes.int64)
+    return out, ind.cast(IDX)  # (int32, as every index result: the default int)
   def avg_pool2d(self: Tensor, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """Mean over sliding windows of the last len(kernel_size) dims. PyTorch semantics for padding, ceil_mode, count_include_pad."""
     T = type(self)
@@ -363,8 +373,8 @@ class NNMixin(TensorMixin):
     if align_corners and mode != "linear": raise TensorError("align_corners only applies to linear interpolation")
     size, scales = _interp_size(self.shape, size, scale_factor, recompute_scale_factor)
     n = len(size)
-    x = self._float() if mode == "linear" else self
-    for j in range(n):
+    x = (self.cast(dtypes.int32) if self.dtype == dtypes.uint8 else self._float()) if mode == "linear" else self
+    for j in reversed(range(n)):  # (the last dim first: torch's order, which the rounding of integer images shows)
       a, i, o = self.ndim - n + j, self.shape[self.ndim - n + j], size[j]
       # torch maps output to input coordinates by 1/scale_factor when one is given, by the sizes' ratio otherwise
       scale = _f32(_f32(float(i)) / _f32(float(o))) if scales[j] is None else scales[j]
@@ -385,10 +395,12 @@ class NNMixin(TensorMixin):
         i1 = i0 + (1 if i0 < i - 1 else 0)
         l1 = _f32(src - i0)
         w[oo][i0] += _f32(1.0 - l1); w[oo][i1] += l1
-      x = (x.unsqueeze(a) * T(w, device=self.device, dtype=x.dtype).reshape((o, i) + trail)).sum(a + 1)
-    if mode == "linear" and dtypes.is_int(self.dtype):  # integer images stay integer (torch: uint8), rounded half up
-      x = (x + 0.5).floor().clip(dtypes.min(self.dtype), dtypes.max(self.dtype)).cast(self.dtype)
-    return x
+      if self.dtype == dtypes.uint8: x = _fixed_point_pass(x, w, a, trail)
+      else:
+        x = (x.unsqueeze(a) * T(w, device=self.device, dtype=x.dtype).reshape((o, i) + trail)).sum(a + 1)
+        # wider integer images stay integer too, rounded half up after each dim's pass
+        if dtypes.is_int(self.dtype): x = (x + 0.5).floor().clip(dtypes.min(self.dtype), dtypes.max(self.dtype))
+    return x.cast(self.dtype) if mode == "linear" and dtypes.is_int(self.dtype) else x
   def conv2d(self: Tensor, weight: Tensor, bias: Tensor | None = None, groups: int = 1, stride=1, dilation=1, padding=0, dtype=None) -> Tensor:
     """N-d convolution (cross-correlation, as torch): input (N, Cin, *spatial), weight (Cout, Cin/groups, *kernel).
     padding: int, per-dim tuple, 'same'/'valid', or a flat (left, right, top, bottom, ...) tuple as tinygrad."""

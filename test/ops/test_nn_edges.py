@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from fusegrad import Tensor
+from fusegrad import Tensor, dtypes
 from .helpers import helper_test_op
 
 # ======================================================================== binary_crossentropy at 0 and 1
@@ -164,3 +164,13 @@ def test_activation_edges(name, tf, ff):
 @pytest.mark.parametrize("name,tf,ff", ACTS, ids=[a[0] for a in ACTS])
 def test_activation_random(name, tf, ff):
   helper_test_op([(4, 9)], tf, ff, low=-4, high=4, atol=1e-5)
+
+# ======================================================================== uint8 bilinear: torch's fixed-point result, to the bit
+@pytest.mark.parametrize("size", [(7, 7), (15, 13), (20, 20), (10, 23), (3, 31), (10, 5), (10, 10)])
+@pytest.mark.parametrize("ac", [False, True])
+def test_interpolate_uint8_bilinear_matches_torch(size, ac):
+  x = np.random.default_rng(0).integers(0, 256, (2, 3, 10, 10)).astype(np.uint8)
+  got = Tensor(x).interpolate(size=size, mode="bilinear", align_corners=ac)
+  want = F.interpolate(torch.tensor(x), size=size, mode="bilinear", align_corners=ac).numpy()
+  assert got.dtype == dtypes.uint8
+  np.testing.assert_array_equal(got.numpy(), want)

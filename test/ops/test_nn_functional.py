@@ -105,8 +105,10 @@ def test_max_pool1d():
   helper_test_op([(2, 3, 11)], lambda x: F.max_pool1d(x, 3, 2, 1), lambda x: x.max_pool2d((3,), 2, padding=1))
 
 def test_max_pool2d_return_indices():
+  # the indices are int32, as every fusegrad index result (and tinygrad's); torch's are int64
   helper_test_op([(2, 2, 7, 6)], lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True),
-                 lambda x: x.max_pool2d(3, 2, padding=1, return_indices=True), forward_only=True)
+                 lambda x: (lambda v, i: (v, i.long()))(*x.max_pool2d(3, 2, padding=1, return_indices=True)), forward_only=True)
+  assert Tensor.ones(1, 1, 4, 4).max_pool2d(2, return_indices=True)[1].dtype == dtypes.int32
 
 AVGPOOL = [
   ((2, 3, 8, 8), dict(kernel_size=2)),

@@ -805,7 +805,11 @@ class TestMiscCoverage:
     helper_test_op(None, lambda x: x.bitwise_right_shift(1), lambda x: x.rshift(1), vals=[[1, 3, 100, -4]], dtype=i32)
 
   def test_idiv_named(self):
-    helper_test_op(None, lambda x, y: torch.floor_divide(x, y), lambda x, y: x.idiv(y), vals=[[7, -7, 9, 0], [2, 2, -4, 3]], dtype=i32)
+    helper_test_op(None, lambda x, y: torch.floor_divide(x, y), lambda x, y: x.floor_divide(y), vals=[[7, -7, 9, 0], [2, 2, -4, 3]], dtype=i32)
+    # tinygrad's idiv rounds toward zero (C's division), as torch's rounding_mode="trunc"
+    helper_test_op(None, lambda x, y: torch.div(x, y, rounding_mode="trunc"), lambda x, y: x.idiv(y), vals=[[7, -7, 9, 0, -4], [2, 2, -4, 3, 8]], dtype=i32)
+    helper_test_op(None, lambda x, y: torch.div(y, x, rounding_mode="trunc"), lambda x, y: x.idiv(y, reverse=True), vals=[[2, 2, -4, 3], [7, -7, 9, 0]], dtype=i32)
+    helper_test_op(None, lambda x, y: torch.div(x, y, rounding_mode="trunc"), lambda x, y: x.idiv(y), vals=[[7.5, -7.5, 9.0], [2.0, 2.0, -4.0]])
 
   def test_log_family(self):
     helper_test_op([(4, 5)], lambda x: x.log10(), low=0.1, high=100)
