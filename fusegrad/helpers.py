@@ -16,6 +16,10 @@ class TensorError(RuntimeError, ValueError):
   """A tensor op called with arguments that do not fit (shapes, sizes, dims): a RuntimeError, the type torch raises for
   the same mistake, and a ValueError, so code written against earlier fusegrad or tinygrad still catches it."""
 
+class DTypeError(TypeError, RuntimeError):
+  """An op given a dtype it does not take (bitwise ops of floats, subtraction of bools, a float index): a TypeError, and
+  a RuntimeError, the type torch raises for the same mistake."""
+
 def prod(xs: Iterable[Any], start: Any = 1) -> Any: return math.prod(xs, start=start)  # (symbolic sizes multiply as UOps)
 
 class cached_property:

@@ -23,6 +23,7 @@ def capture() -> Iterator[list]:
 def is_capturing() -> bool: return _capturing is not None
 
 def run_schedule(schedule: list[ScheduleItem]):
+  schedule = [si for si in schedule if si.bufs[0].size]  # an empty output has nothing to compute (nor compile)
   if DEBUG >= 3 and schedule:
     print(f"schedule: {len(schedule)} item(s)")
     for i, si in enumerate(schedule):

@@ -8,7 +8,7 @@ import ctypes, math, operator
 from typing import TYPE_CHECKING, Any
 from fusegrad.dtype import DType, dtypes, to_dtype, truncate
 from fusegrad.device import Buffer, canonicalize
-from fusegrad.helpers import TensorError, prod
+from fusegrad.helpers import DTypeError, TensorError, prod
 from fusegrad.uop.ops import Ops, UOp, check_size, smax, sym_node
 from fusegrad import buffers
 from fusegrad.engine import rng
@@ -89,6 +89,7 @@ class CreationMixin(TensorMixin):
   def linspace(cls: type[Tensor], start, stop, steps: int, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     if steps < 0: raise TensorError(f"linspace needs steps >= 0, got {steps}")
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if dtype == dtypes.bool: raise DTypeError("linspace does not take dtype bool (torch neither)")
     if steps == 1: return cls.full((1,), start, device=device, dtype=dtype, **kwargs)
     i = cls.arange(steps, device=device, dtype=dtypes.float32 if dtype != dtypes.float64 else dtypes.float64)
     step = (stop - start) / max(steps - 1, 1)
@@ -132,7 +133,7 @@ class CreationMixin(TensorMixin):
   def rand(cls: type[Tensor], *shape, device: str | None = None, dtype: DType | str | None = None, **kwargs) -> Tensor:
     shape = cls._shape_arg(shape)
     dtype = to_dtype(dtype) if dtype is not None else dtypes.default_float
-    if not dtypes.is_float(dtype): raise TypeError(f"rand needs a float dtype, got {dtype}")
+    if not dtypes.is_float(dtype): raise DTypeError(f"rand needs a float dtype, got {dtype}")
     if dtype == dtypes.float64:  # 53 bits from two words (the first the high one): every double k * 2**-53 in [0, 1)
       w = cls._random_bits((2, *shape), device).cast(dtypes.uint64)
       return cls((((w[0] << 21) | (w[1] >> 11)).cast(dtypes.float64) * 2.0 ** -53).uop, **kwargs)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from fusegrad import buffers
 from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, truncate, category
 from fusegrad.gradient import with_derivative
-from fusegrad.helpers import TensorError
+from fusegrad.helpers import DTypeError, TensorError
 from fusegrad.uop.ops import _FLOAT_DTYPES, DERIVATIVE, Ops, UOp, _elementwise, promote_types, wide_dtype
 from fusegrad.tensor.common import TensorMixin, is_tensor, _checked_dtype, _shrink_dim
 
@@ -182,7 +182,7 @@ class ElementwiseMixin(TensorMixin):
   def round(self: Tensor, decimals: int = 0) -> Tensor:
     """Half to even; with decimals, at that many places after the point (negative: before it), as torch computes it."""
     if not decimals: return self._wrap(self.uop.round())
-    if not dtypes.is_float(self.dtype): raise TypeError(f"round(decimals={decimals}) needs a float tensor, got {self.dtype} (torch too)")
+    if not dtypes.is_float(self.dtype): raise DTypeError(f"round(decimals={decimals}) needs a float tensor, got {self.dtype} (torch too)")
     scale = 10.0 ** abs(decimals)
     return (self * scale).round() / scale if decimals > 0 else (self / scale).round() * scale
   def square(self: Tensor) -> Tensor: return type(self)(self.uop.square())
@@ -295,7 +295,7 @@ class ElementwiseMixin(TensorMixin):
   def bitwise_or(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.OR, x, reverse)
   def bitwise_xor(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.XOR, x, reverse)
   def bitwise_not(self: Tensor) -> Tensor:
-    if dtypes.is_float(self.dtype): raise TypeError(f"bitwise not needs integer or bool tensors, got {self.dtype}")
+    if dtypes.is_float(self.dtype): raise DTypeError(f"bitwise not needs integer or bool tensors, got {self.dtype}")
     return self.logical_not() if self.dtype == dtypes.bool else self ^ -1 if not dtypes.is_unsigned(self.dtype) else self ^ dtypes.max(self.dtype)
   def lshift(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.SHL, x, reverse)
   def rshift(self: Tensor, x, reverse: bool = False) -> Tensor: return self._bitwise(Ops.SHR, x, reverse)
@@ -448,7 +448,7 @@ class ElementwiseMixin(TensorMixin):
     if not dtypes.is_float(self.dtype): return self < 0 if self.dtype != dtypes.bool else self.full_like(False)
     return _signbit(self)
   def frac(self: Tensor) -> Tensor:
-    if not dtypes.is_float(self.dtype): raise TypeError(f"frac() needs a float tensor, got {self.dtype}")
+    if not dtypes.is_float(self.dtype): raise DTypeError(f"frac() needs a float tensor, got {self.dtype}")
     return self - self.trunc()
   def isposinf(self: Tensor) -> Tensor: return self == math.inf if dtypes.is_float(self.dtype) else self.full_like(False, dtype=dtypes.bool)
   def isneginf(self: Tensor) -> Tensor: return self == -math.inf if dtypes.is_float(self.dtype) else self.full_like(False, dtype=dtypes.bool)

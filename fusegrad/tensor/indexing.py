@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections, math
 from typing import TYPE_CHECKING, Any
 from fusegrad.dtype import DType, dtypes, to_dtype
-from fusegrad.helpers import TensorError, flatten, prod
+from fusegrad.helpers import DTypeError, TensorError, flatten, prod
 from fusegrad.uop.ops import Ops, UOp, _movement, broadcast_shape, wide_dtype
 from fusegrad.tensor.elementwise import _fmath
 from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, value_device, _arange, _from_last, _norm, _norm_axis, _note_view, _pad_dim, _pick, _to_last
@@ -452,7 +452,7 @@ class IndexingMixin(TensorMixin):
     index must be an integer tensor with self's ndim and index.shape[d] <= self.shape[d] for d != dim."""
     if not is_tensor(index): index = type(self)(index, device=self.device)
     d = _norm_axis(dim, self.ndim)
-    if not dtypes.is_int(index.dtype): raise TypeError(f"gather index must be an integer tensor, got {index.dtype}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"gather index must be an integer tensor, got {index.dtype}")
     if not self.ndim and not index.ndim: return self.reshape(1).gather(0, index.reshape(1)).reshape(())  # (torch: dim 0 or -1)
     if index.ndim != self.ndim or any(i > s for k, (i, s) in enumerate(zip(index.shape, self.shape)) if k != d):
       raise TensorError(f"gather: index shape {index.shape} must have {self.ndim} dims and fit in {self.shape} outside dim {d}")
@@ -460,7 +460,7 @@ class IndexingMixin(TensorMixin):
     return type(self)(UOp(Ops.GATHER, self.dtype, (x.uop, index.uop), d))
   def _index_tensor(self: Tensor, dim: int, idx: Tensor) -> Tensor:
     """self indexed along `dim` by an integer tensor (numpy advanced indexing with one index array)."""
-    if not dtypes.is_int(idx.dtype): raise TypeError(f"index tensors must be integer (bool masks are not supported yet), got {idx.dtype}")
+    if not dtypes.is_int(idx.dtype): raise DTypeError(f"index tensors must be integer (bool masks are not supported yet), got {idx.dtype}")
     n = self.shape[dim]
     idx = (idx < 0).where(idx + n, idx)
     x = self.permute((dim,) + tuple(i for i in range(self.ndim) if i != dim))  # indexed dim first
@@ -476,7 +476,7 @@ class IndexingMixin(TensorMixin):
     """Rows `index` (a 0-d or 1-d integer tensor) of dim `dim`."""
     T = type(self)
     if not isinstance(index, T): index = T(index, device=self.device, dtype=IDX)
-    if not dtypes.is_int(index.dtype): raise TypeError(f"index_select(): index must be an integer tensor, got {index.dtype}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"index_select(): index must be an integer tensor, got {index.dtype}")
     if index.ndim > 1: raise IndexError(f"index_select(): index must be 0-d or 1-d, got shape {index.shape}")
     d = _norm(dim, self.ndim)
     if self.ndim == 0: return self.reshape(1)._index_tensor(0, index.reshape(-1)).reshape(index.shape)
@@ -485,7 +485,7 @@ class IndexingMixin(TensorMixin):
     """self.flatten()[index], shaped like index."""
     T = type(self)
     if not isinstance(index, T): index = T(index, device=self.device, dtype=IDX)
-    if not dtypes.is_int(index.dtype): raise TypeError(f"take(): index must be an integer tensor, got {index.dtype}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"take(): index must be an integer tensor, got {index.dtype}")
     return self.flatten()._index_tensor(0, index.reshape(-1)).reshape(index.shape)
   def take_along_dim(self: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     if dim is None: return self.flatten().gather(0, indices.flatten())
@@ -498,14 +498,14 @@ class IndexingMixin(TensorMixin):
     """self where mask is False, value where it is True. mask must be bool; value a scalar or a tensor that broadcasts
     to self (torch takes only 0-d tensors, tinygrad any broadcastable one); it is cast to self's dtype."""
     T = type(self)
-    if not isinstance(mask, T) or mask.dtype != dtypes.bool: raise TypeError(f"masked_fill only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    if not isinstance(mask, T) or mask.dtype != dtypes.bool: raise DTypeError(f"masked_fill only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
     value = value.cast(self.dtype) if isinstance(value, T) else T(value, device=self.device, dtype=self.dtype)
     return mask.where(value, self)
   def masked_select(self: Tensor, mask: Tensor, *, size: int | None = None, fill_value=0) -> Tensor:
     """The elements where mask is True, as a 1-d tensor (realizes the mask to know the count). With size=N the result
     has exactly N elements and nothing is realized: the first N selected, then fill_value."""
     T = type(self)
-    if not isinstance(mask, T) or mask.dtype != dtypes.bool: raise TypeError(f"masked_select only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
+    if not isinstance(mask, T) or mask.dtype != dtypes.bool: raise DTypeError(f"masked_select only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
     shape = broadcast_shape(self.shape, mask.shape)
     x, m = self._broadcast_to(shape).flatten(), mask._broadcast_to(shape).flatten()
     if size is None: return x._index_tensor(0, m.nonzero().reshape(-1))
@@ -542,7 +542,7 @@ class IndexingMixin(TensorMixin):
     T = type(self)
     if not isinstance(index, T): index = T(index, device=self.device, dtype=IDX)
     d = _norm(dim, max(self.ndim, 1))
-    if not dtypes.is_int(index.dtype): raise TypeError(f"{name}(): index must be an integer tensor, got {index.dtype}")
+    if not dtypes.is_int(index.dtype): raise DTypeError(f"{name}(): index must be an integer tensor, got {index.dtype}")
     if index.ndim != self.ndim: raise RuntimeError(f"{name}(): index {index.shape} must have as many dims as self {self.shape}")
     if any(i > s for k, (i, s) in enumerate(zip(index.shape, self.shape)) if k != d):
       raise RuntimeError(f"{name}(): index {index.shape} is larger than self {self.shape} outside dim {d}")

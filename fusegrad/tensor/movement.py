@@ -17,7 +17,9 @@ def _sequence_args(first, others: tuple, dim: int) -> tuple:
   """Accept torch's `f([a, b], dim)` besides tinygrad's `f(a, b, dim=dim)`."""
   if not isinstance(first, (list, tuple)): return first, others, dim
   if not first: raise TensorError("expected a non-empty sequence of tensors")
-  return first[0], (*first[1:], *[o for o in others if is_tensor(o)]), next((o for o in others if isinstance(o, int)), dim)
+  if any(is_tensor(o) for o in others):  # f((a, b), c): neither spelling
+    raise TensorError("pass the tensors either as one sequence (torch: f([a, b], dim)) or one by one (tinygrad: f(a, b)), not both")
+  return first[0], tuple(first[1:]), next((o for o in others if isinstance(o, int)), dim)
 
 def _einops_side(side: str, formula: str) -> list:
   """One side of an einops formula: 'b (h w) c' -> ['b', ['h', 'w'], 'c']; '1' and '()' give an empty group;
@@ -203,10 +205,11 @@ class MovementMixin(TensorMixin):
     return w.permute(order + [w.ndim - 1])
   def _pad_mode(self: Tensor, pairs: Sequence[tuple[int, int]], mode: str) -> Tensor:
     """pad with mode 'reflect', 'replicate' or 'circular'; pairs has one (before, after) per dim. Negative amounts
-    crop, as in torch: first, except that reflect mirrors about the input's own ends (pad, then crop)."""
+    crop, as in torch: first for circular; reflect and replicate pad from the input's own ends, then crop (replicate's
+    (3, -5) of a 5-wide dim is 3 copies of its first element)."""
     if mode not in ("reflect", "replicate", "circular"):
       raise NotImplementedError(f"pad mode {mode!r} is not supported; use 'constant', 'reflect', 'replicate' or 'circular'")
-    if mode == "reflect" and any(b < 0 or a < 0 for b, a in pairs) and any(b > 0 or a > 0 for b, a in pairs):
+    if mode != "circular" and any(b < 0 or a < 0 for b, a in pairs) and any(b > 0 or a > 0 for b, a in pairs):
       x = self._pad_mode([(max(b, 0), max(a, 0)) for b, a in pairs], mode)
       return x._pad_mode([(min(b, 0), min(a, 0)) for b, a in pairs], mode)
     crop = tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape))

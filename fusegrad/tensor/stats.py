@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections, math, warnings
 from typing import TYPE_CHECKING
 from fusegrad.dtype import dtypes
-from fusegrad.helpers import TensorError, prod
+from fusegrad.helpers import DTypeError, TensorError, prod
 from fusegrad.uop.ops import broadcast_shape, wide_dtype
 from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange, _norm, _to_last
 from fusegrad.tensor.indexing import _rank_to_index, _sort_rank
@@ -164,7 +164,7 @@ class StatsMixin(TensorMixin):
     weights (float32 for float32 weights, else float64, as torch); length max(max + 1, minlength). Realizes the
     largest value (the result's length)."""
     T = type(self)
-    if not dtypes.is_int(self.dtype): raise TypeError(f"bincount(): input must be an integer tensor, got {self.dtype}")
+    if not dtypes.is_int(self.dtype): raise DTypeError(f"bincount(): input must be an integer tensor, got {self.dtype}")
     if self.ndim != 1: raise RuntimeError(f"bincount(): only supports 1-d non-negative integral inputs, got shape {self.shape}")
     if minlength < 0: raise RuntimeError(f"bincount(): minlength should be >= 0, got {minlength}")
     if weights is not None and (weights.ndim != 1 or weights.shape != self.shape):
@@ -211,7 +211,7 @@ class StatsMixin(TensorMixin):
     tensor is one variable and gives a 0-d result. fweights (integer) and aweights (float) weight the observations; a
     non-positive number of degrees of freedom divides by 0, as torch (with a warning). Reads the weights to check them."""
     if self.ndim > 2: raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got shape {self.shape}")
-    if self.dtype == dtypes.bool: raise TypeError("cov(): bool dtype is not supported for input")
+    if self.dtype == dtypes.bool: raise DTypeError("cov(): bool dtype is not supported for input")
     x = (self.reshape(1, -1) if self.ndim < 2 else self)._float()
     nobs = x.shape[1]
     for w, name, is_kind in ((fweights, "fweights", dtypes.is_int), (aweights, "aweights", dtypes.is_float)):
@@ -219,7 +219,7 @@ class StatsMixin(TensorMixin):
       if w.ndim > 1: raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got shape {w.shape}")
       if w.numel() != nobs: raise RuntimeError(f"cov(): expected {name} to have as many elements as there are observations ({nobs}), got {w.numel()}")
       if not is_kind(w.dtype):
-        raise TypeError(f"cov(): expected {name} to have {'integral' if name == 'fweights' else 'floating point'} dtype, got {w.dtype}")
+        raise DTypeError(f"cov(): expected {name} to have {'integral' if name == 'fweights' else 'floating point'} dtype, got {w.dtype}")
     fw = None if fweights is None else fweights.reshape(nobs)
     aw = None if aweights is None else aweights.reshape(nobs)
     w = fw if aw is None else aw if fw is None else fw * aw
@@ -252,7 +252,7 @@ class StatsMixin(TensorMixin):
   def renorm(self: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     """torch.renorm: each slice along dim (self.select(dim, i)) whose p-norm exceeds maxnorm scaled to norm maxnorm
     (by maxnorm / (norm + 1e-7), as torch); the others unchanged."""
-    if not dtypes.is_float(self.dtype): raise TypeError(f"renorm(): needs a float tensor, got {self.dtype}")
+    if not dtypes.is_float(self.dtype): raise DTypeError(f"renorm(): needs a float tensor, got {self.dtype}")
     if self.ndim < 2: raise RuntimeError(f"renorm(): input needs at least 2 dimensions, got shape {self.shape}")
     if not p > 0: raise RuntimeError(f"renorm(): non-positive norm p={p} is not supported")
     if not maxnorm >= 0: raise RuntimeError(f"renorm(): expected maxnorm to be >= 0 but got {maxnorm}")
@@ -270,7 +270,7 @@ class StatsMixin(TensorMixin):
     wins; an index tensor's out-of-range values write nothing (fusegrad's rule for index tensors)."""
     d = _norm(dim, max(self.ndim, 1))
     if not is_tensor(index) or not dtypes.is_int(index.dtype):
-      raise TypeError(f"index_copy(): index must be an integer tensor, got {getattr(index, 'dtype', type(index).__name__)}")
+      raise DTypeError(f"index_copy(): index must be an integer tensor, got {getattr(index, 'dtype', type(index).__name__)}")
     if index.ndim > 1: raise IndexError(f"index_copy(): index should have dimension 1 or 0, got shape {index.shape}")
     if source.dtype != self.dtype:
       raise RuntimeError(f"index_copy(): self and source expected to have the same dtype, got {self.dtype} and {source.dtype}")
@@ -287,7 +287,7 @@ class StatsMixin(TensorMixin):
     """torch.masked_scatter: self (broadcast with mask) with the positions where mask is True filled, in row-major order,
     by source's first elements. Realizes the mask's count only when source has fewer elements than mask."""
     if not is_tensor(mask) or mask.dtype != dtypes.bool:
-      raise TypeError(f"masked_scatter only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
+      raise DTypeError(f"masked_scatter only supports boolean masks, got {getattr(mask, 'dtype', type(mask).__name__)}")
     if source.dtype != self.dtype:
       raise RuntimeError(f"masked_scatter(): expected self and source to have the same dtype, got {self.dtype} and {source.dtype}")
     shape = broadcast_shape(self.shape, mask.shape)

@@ -4,7 +4,7 @@ import math, struct
 from enum import Enum, auto
 from typing import Any, Callable
 from fusegrad.dtype import FLOATS, DType, dtypes, category, least_upper_dtype, result_dtype, truncate
-from fusegrad.helpers import KeyRef, TensorError, WeakValueCache, cached_property, prod
+from fusegrad.helpers import DTypeError, KeyRef, TensorError, WeakValueCache, cached_property, prod
 
 class Ops(Enum):
   # tensor level: where data lives and how it is viewed
@@ -430,7 +430,7 @@ class OpBuilder:
   def sub(self, x, reverse: bool = False):
     if not self.tensor_level: return self._binary(Ops.SUB, x, reverse)
     a, b = self._broadcasted(x, reverse)
-    if a.dtype == dtypes.bool: raise TypeError("subtraction of bool tensors is not supported; use logical_xor() or ^")
+    if a.dtype == dtypes.bool: raise DTypeError("subtraction of bool tensors is not supported; use logical_xor() or ^")
     return a.alu(Ops.SUB, b)
   def mul(self, x, reverse: bool = False):
     if not self.tensor_level: return self._binary(Ops.MUL, x, reverse)
@@ -448,7 +448,7 @@ class OpBuilder:
   def _floordiv(self, b):
     """self // b rounding down, for two operands of one dtype and shape."""
     if dtypes.is_float(self.dtype): return self._float_floordiv(b)
-    if self.dtype == dtypes.bool: raise TypeError("floor division of bool tensors is not supported")
+    if self.dtype == dtypes.bool: raise DTypeError("floor division of bool tensors is not supported")
     q = self.alu(Ops.IDIV, b)
     if dtypes.is_unsigned(self.dtype): return q
     # C truncates toward zero; floor division rounds down when the signs differ and there is a remainder
@@ -475,7 +475,7 @@ class OpBuilder:
     """The remainder with the divisor's sign (Python's and torch's %); `%` on UOps is C's, at both levels."""
     if not self.tensor_level: return self._binary(Ops.MOD, x, reverse)
     a, b = self._broadcasted(x, reverse)
-    if a.dtype == dtypes.bool: raise TypeError("remainder of bool tensors is not supported")
+    if a.dtype == dtypes.bool: raise DTypeError("remainder of bool tensors is not supported")
     r = a.alu(Ops.MOD, b)
     if dtypes.is_unsigned(a.dtype): return r
     return (r.ne(0) & (r < 0).ne(b < 0)).where(r + b, r)
@@ -560,7 +560,7 @@ class OpBuilder:
   def _bitwise(self, op: Ops, x, reverse: bool = False):
     if not self.tensor_level: return self._binary(op, x, reverse)
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): raise TypeError(f"bitwise {op.name.lower()} needs integer or bool tensors, got {a.dtype}")
+    if dtypes.is_float(a.dtype): raise DTypeError(f"bitwise {op.name.lower()} needs integer or bool tensors, got {a.dtype}")
     if op not in (Ops.SHL, Ops.SHR) or a.dtype == dtypes.bool: return a.alu(op, b)
     # a shift by a negative count or by the width or more is undefined in C (x86 takes the count modulo the width: x >> 32
     # was x); torch gives what shifting bit by bit would, 0 (or -1 shifting a negative right). A number count is checked
@@ -587,7 +587,7 @@ class OpBuilder:
   def erf(self): return self._float().alu(Ops.ERF)
   def sigmoid(self): return self._float().alu(Ops.SIGMOID)
   def neg(self):
-    if self.dtype is dtypes.bool and self.tensor_level: raise TypeError("negation of a bool tensor is not supported; use logical_not()")
+    if self.dtype is dtypes.bool and self.tensor_level: raise DTypeError("negation of a bool tensor is not supported; use logical_not()")
     return self.alu(Ops.NEG)
   def abs(self): return self.alu(Ops.ABS) if self.dtype != dtypes.bool and not dtypes.is_unsigned(self.dtype) else self
   def trunc(self): return self.alu(Ops.TRUNC) if dtypes.is_float(self.dtype) else self

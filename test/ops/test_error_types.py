@@ -49,3 +49,16 @@ def test_same_exception_type_as_torch(name):
   with pytest.raises(Exception) as want: CASES[name](torch)
   with pytest.raises(Exception) as got: CASES[name](Tensor)
   assert isinstance(got.value, want.type), f"{name}: torch raises {want.type.__name__}, fusegrad {type(got.value).__name__}: {got.value}"
+
+# ======================================================================== tinygrad's test_ops expectations: dtype misuse is a RuntimeError too
+@pytest.mark.parametrize("fn", [lambda: Tensor([1.0]) & Tensor([1.0]), lambda: Tensor([1.0]) | 1, lambda: Tensor([1.0]) ^ Tensor([2.0]),
+                                lambda: ~Tensor([1.0]), lambda: Tensor([True]) - Tensor([True]), lambda: -Tensor([True]),
+                                lambda: Tensor([1.0, 2.0]).gather(0, Tensor([0.0])), lambda: Tensor.linspace(5, 10, 3, dtype="bool")])
+def test_dtype_misuse_is_runtime_and_type_error(fn):
+  with pytest.raises(RuntimeError): fn()
+  with pytest.raises(TypeError): fn()
+
+def test_stack_and_cat_refuse_a_sequence_plus_more_tensors():
+  with pytest.raises(ValueError, match="not both"): Tensor.stack((Tensor([1, 2]), Tensor([3, 4])), Tensor([5, 6]))
+  with pytest.raises(ValueError, match="not both"): Tensor.cat([Tensor([1, 2])], Tensor([3]))
+  assert Tensor.stack((Tensor([1, 2]), Tensor([3, 4])), 1).tolist() == [[1, 3], [2, 4]]  # torch's (seq, dim)

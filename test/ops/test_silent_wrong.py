@@ -347,3 +347,24 @@ def test_clamp_int_bound_in_range_matches_torch(dtype, tdtype, kw):
 def test_uint8_from_minus_256_raises():
   with pytest.raises(RuntimeError, match="without overflow"): Tensor([-256], dtype=dtypes.uint8)
   assert Tensor([-255], dtype=dtypes.uint8).tolist() == [1]
+
+# ======================================================================== matmul and its gradients with a zero-size dim (crashed in codegen)
+@pytest.mark.parametrize("sa,sb", [((2, 2), (2, 0)), ((0, 2), (2, 3)), ((2, 0), (0, 3)), ((3, 0, 2), (2, 4)), ((2, 3), (3, 0))])
+def test_matmul_zero_size_forward_and_backward(sa, sb):
+  rng = np.random.default_rng(0)
+  an, bn = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+  a, b = Tensor(an, requires_grad=True), Tensor(bn, requires_grad=True)
+  ta, tb = torch.tensor(an, requires_grad=True), torch.tensor(bn, requires_grad=True)
+  out, tout = a @ b, ta @ tb
+  (out.sum() * 2).backward(); (tout.sum() * 2).backward()
+  np.testing.assert_allclose(out.numpy(), tout.detach().numpy())
+  np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy())
+  np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy())
+
+# ======================================================================== replicate padding that crops more than the input keeps (torch pads, then crops)
+@pytest.mark.parametrize("pads", [(3, -5, 1, -5), (2, -1, 0, 0), (-1, 2, -2, 3), (-2, -1, 1, 1), (4, -4, 0, 0)])
+@pytest.mark.parametrize("mode", ["replicate", "reflect"])
+def test_mode_padding_with_mixed_signs(pads, mode):
+  x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+  want = torch.nn.functional.pad(torch.tensor(x), pads, mode=mode).numpy()
+  np.testing.assert_array_equal(Tensor(x).pad(pads, mode=mode).numpy(), want)
