@@ -436,6 +436,20 @@ class TorchNamesMixin(TensorMixin):
   arcsinh_, arccosh_, arctanh_ = _unary_("arcsinh"), _unary_("arccosh"), _unary_("arctanh")
   deg2rad_, rad2deg_ = _unary_("deg2rad"), _unary_("rad2deg")
   logical_not_, bitwise_not_ = _unary_("logical_not"), _unary_("bitwise_not")
+  # special functions (special.py)
+  erfc_, erfinv_, lgamma_, digamma_, i0_ = _unary_("erfc"), _unary_("erfinv"), _unary_("lgamma"), _unary_("digamma"), _unary_("i0")
+  sinc_, xlogy_, hypot_, heaviside_ = _unary_("sinc"), _binary_("xlogy"), _binary_("hypot"), _binary_("heaviside")
+  float_power_, ldexp_, nextafter_ = _binary_("float_power"), _binary_("ldexp"), _binary_("nextafter")
+  gcd_, lcm_ = _binary_("gcd"), _binary_("lcm")
+  def logit_(self: Tensor, eps: float | None = None) -> Tensor:
+    """In place: logit(eps)."""
+    return self._write_result(self.logit(eps))
+  def polygamma_(self: Tensor, n: int) -> Tensor:
+    """In place: polygamma(n)."""
+    return self._write_result(self.polygamma(n))
+  def mvlgamma_(self: Tensor, p: int) -> Tensor:
+    """In place: mvlgamma(p)."""
+    return self._write_result(self.mvlgamma(p))
   # shape ops: the tensor becomes the view (see _shaped_)
   squeeze_, unsqueeze_, t_ = _shaped_("squeeze"), _shaped_("unsqueeze"), _shaped_("t")
   transpose_, swapaxes_, swapdims_ = _shaped_("transpose"), _shaped_("swapaxes"), _shaped_("swapdims")

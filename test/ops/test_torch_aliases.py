@@ -569,3 +569,32 @@ def test_bool_add_alpha():
 def test_float16_scatter_of_a_cast():  # (the vector renderer selected between float16 bits and float32 values: gcc refused it)
   src = Tensor(np.ones((3, 2), np.float32)).cast(dtypes.float16)
   Tensor.zeros(3, 4, dtype=dtypes.float16).scatter(1, Tensor(np.array([[0, 2], [3, 3], [1, 0]])), src).realize()
+
+# ======================================================================== in-place forms of the special functions
+SPECIAL_INPLACE = [("erfc_", ()), ("erfinv_", ()), ("lgamma_", ()), ("digamma_", ()), ("i0_", ()), ("sinc_", ()), ("logit_", (0.1,)),
+                   ("polygamma_", (1,)), ("mvlgamma_", (1,)), ("xlogy_", ("other",)), ("hypot_", ("other",)), ("heaviside_", ("other",)),
+                   ("nextafter_", ("other",))]
+
+@pytest.mark.parametrize("name,args", SPECIAL_INPLACE)
+def test_special_inplace(name, args):
+  xn, yn = np.array([0.3, 0.5, 0.7], np.float32), np.array([2.0, 0.0, 3.0], np.float32)
+  x, t = Tensor(xn), torch.tensor(xn)
+  view = x[1:]
+  fargs = [Tensor(yn) if a == "other" else a for a in args]
+  targs = [torch.tensor(yn) if a == "other" else a for a in args]
+  assert getattr(x, name)(*fargs) is x
+  getattr(t, name)(*targs)
+  np.testing.assert_allclose(x.numpy(), t.numpy(), rtol=2e-6)
+  np.testing.assert_allclose(view.numpy(), t[1:].numpy(), rtol=2e-6)  # the write reaches a view taken before
+
+@pytest.mark.parametrize("name", ["gcd_", "lcm_"])
+def test_int_special_inplace(name):
+  x, t = Tensor([4, 6, -9]), torch.tensor([4, 6, -9])
+  getattr(x, name)(Tensor([6, 4, 3])); getattr(t, name)(torch.tensor([6, 4, 3]))
+  assert x.tolist() == t.tolist()
+
+def test_ldexp_inplace_on_ints_raises():  # an int tensor cannot hold ldexp's float result
+  with pytest.raises(RuntimeError): torch.tensor([1, 2]).ldexp_(torch.tensor([1, 1]))
+  with pytest.raises(RuntimeError): Tensor([1, 2]).ldexp_(Tensor([1, 1]))
+  assert Tensor([1.0, 2.0]).ldexp_(Tensor([3, 1])).tolist() == [8.0, 4.0]
+  assert Tensor([0.5]).float_power_(2).tolist() == [0.25]
