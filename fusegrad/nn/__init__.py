@@ -79,14 +79,19 @@ class ConvTranspose2d(_ConvTransposeNd):
   def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, groups: int = 1, bias: bool = True, dilation=1):
     super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias, dilation)
 
+def _filled(shape, value: float) -> Tensor:
+  """A parameter that starts as a constant, with a buffer of its own: equal lazy constants are one node, which backward()
+  gives no gradient (tinygrad's layers get one for their norm weights without an optimizer holding them)."""
+  return Tensor.full(shape, value).contiguous_leaf_()
+
 class BatchNorm:
   """Batch normalisation over dim 1 of (N, C, ...) inputs. Uses batch statistics (and updates running_mean/running_var in
   place with assign) while Tensor.training is True, the running statistics otherwise. momentum=None gives a cumulative
   average as in torch."""
   def __init__(self, sz: int, eps: float = 1e-5, affine: bool = True, track_running_stats: bool = True, momentum: float | None = 0.1):
     self.num_features, self.eps, self.affine, self.track_running_stats, self.momentum = sz, eps, affine, track_running_stats, momentum
-    self.weight: Tensor | None = Tensor.ones(sz) if affine else None
-    self.bias: Tensor | None = Tensor.zeros(sz) if affine else None
+    self.weight: Tensor | None = _filled(sz, 1.0) if affine else None
+    self.bias: Tensor | None = _filled(sz, 0.0) if affine else None
     # buffers, not parameters: requires_grad=False keeps optimizers away from them
     self.running_mean: Tensor | None = Tensor.zeros(sz, requires_grad=False) if track_running_stats else None
     self.running_var: Tensor | None = Tensor.ones(sz, requires_grad=False) if track_running_stats else None
@@ -118,8 +123,8 @@ class LayerNorm:
   def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True):
     self.normalized_shape = _ntuple(normalized_shape, 1)
     self.axis, self.eps, self.elementwise_affine = tuple(-1 - i for i in range(len(self.normalized_shape))), eps, elementwise_affine
-    self.weight: Tensor | None = Tensor.ones(*self.normalized_shape) if elementwise_affine else None
-    self.bias: Tensor | None = Tensor.zeros(*self.normalized_shape) if elementwise_affine and bias else None
+    self.weight: Tensor | None = _filled(self.normalized_shape, 1.0) if elementwise_affine else None
+    self.bias: Tensor | None = _filled(self.normalized_shape, 0.0) if elementwise_affine and bias else None
   def __call__(self, x: Tensor) -> Tensor:
     if x.shape[-len(self.normalized_shape):] != self.normalized_shape: raise ValueError(f"LayerNorm{self.normalized_shape} got input shape {x.shape}")
     x = x.layernorm(axis=self.axis, eps=self.eps)
@@ -141,8 +146,8 @@ class GroupNorm:
   def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True):
     if num_channels % num_groups: raise ValueError(f"num_channels {num_channels} must be divisible by num_groups {num_groups}")
     self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
-    self.weight: Tensor | None = Tensor.ones(num_channels) if affine else None
-    self.bias: Tensor | None = Tensor.zeros(num_channels) if affine else None
+    self.weight: Tensor | None = _filled(num_channels, 1.0) if affine else None
+    self.bias: Tensor | None = _filled(num_channels, 0.0) if affine else None
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != self.num_channels: raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}) got input shape {x.shape}")
     x = x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape)
@@ -152,8 +157,8 @@ class InstanceNorm:
   """Normalise each (sample, channel) over its spatial dims; per-channel affine (on by default, as tinygrad)."""
   def __init__(self, num_features: int, eps: float = 1e-5, affine: bool = True):
     self.num_features, self.eps = num_features, eps
-    self.weight: Tensor | None = Tensor.ones(num_features) if affine else None
-    self.bias: Tensor | None = Tensor.zeros(num_features) if affine else None
+    self.weight: Tensor | None = _filled(num_features, 1.0) if affine else None
+    self.bias: Tensor | None = _filled(num_features, 0.0) if affine else None
   def __call__(self, x: Tensor) -> Tensor:
     if x.ndim < 3 or x.shape[1] != self.num_features: raise ValueError(f"InstanceNorm({self.num_features}) needs input (N, {self.num_features}, ...), got shape {x.shape}")
     x = x.reshape(x.shape[0], self.num_features, -1).layernorm(eps=self.eps).reshape(x.shape)
@@ -169,7 +174,7 @@ class RMSNorm:
   def __init__(self, dim: int | Sequence[int], eps: float = 1e-6, elementwise_affine: bool = True):
     self.normalized_shape = _ntuple(dim, 1)
     self.eps = eps
-    self.weight: Tensor | None = Tensor.ones(*self.normalized_shape) if elementwise_affine else None
+    self.weight: Tensor | None = _filled(self.normalized_shape, 1.0) if elementwise_affine else None
   def __call__(self, x: Tensor) -> Tensor:
     x = x.rms_norm(tuple(-1 - i for i in range(len(self.normalized_shape))), self.eps)
     return x * self.weight if self.weight is not None else x
@@ -201,8 +206,8 @@ class LSTMCell:
     bound = 1.0 / math.sqrt(hidden_size)
     self.weight_ih = _uniform((hidden_size * 4, input_size), bound)
     self.weight_hh = _uniform((hidden_size * 4, hidden_size), bound)
-    self.bias_ih: Tensor | None = Tensor.zeros(hidden_size * 4) if bias else None
-    self.bias_hh: Tensor | None = Tensor.zeros(hidden_size * 4) if bias else None
+    self.bias_ih: Tensor | None = _filled(hidden_size * 4, 0.0) if bias else None
+    self.bias_hh: Tensor | None = _filled(hidden_size * 4, 0.0) if bias else None
   def __call__(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     if x.ndim == 1:  # unbatched: run as a batch of one
       h, c = self(x.unsqueeze(0), None if hc is None else (hc[0].unsqueeze(0), hc[1].unsqueeze(0)))

@@ -11,7 +11,7 @@ import collections, io, itertools, json, os, pickle, struct, types, zipfile
 from typing import Any
 from fusegrad.device import Buffer, Device
 from fusegrad.dtype import DType, dtypes
-from fusegrad.helpers import prod
+from fusegrad.helpers import DEBUG, prod
 from fusegrad.tensor import Tensor
 from fusegrad import buffers
 
@@ -44,32 +44,38 @@ def get_parameters(obj: Any) -> list[Tensor]:
 def _category(d: DType) -> str: return "bool" if d == dtypes.bool else "integer" if dtypes.is_int(d) else "floating-point"
 
 def load_state_dict(model: Any, state_dict: dict[str, Tensor], strict: bool = True, verbose: bool = False, consume: bool = False,
-                    realize: bool = True) -> None:
-  """Copy state_dict's tensors into the model's tensors of the same name (moved to their device, cast to their dtype).
+                    realize: bool = True) -> list[Tensor]:
+  """Copy state_dict's tensors into the model's tensors of the same name (moved to their device, cast to their dtype) and
+  return the model's tensors loaded, as tinygrad's. A () and a (1,) shape load into each other, as in tinygrad.
 
-  Raises one ValueError listing every problem: missing and unexpected names (when strict), shape mismatches, and dtype
-  mismatches across kinds (float vs integer vs bool). Casts within a kind (bfloat16 -> float32, int64 -> int32) are done."""
+  Raises one ValueError listing every problem: missing names (when strict), shape mismatches, and dtype mismatches
+  across kinds (float vs integer vs bool). Casts within a kind (bfloat16 -> float32, int64 -> int32) are done. Names only
+  in state_dict are skipped, as tinygrad does (a checkpoint often carries more than the model uses); verbose or DEBUG>=1
+  lists them."""
   model_sd = get_state_dict(model)
   missing = [k for k in model_sd if k not in state_dict]
   unexpected = [k for k in state_dict if k not in model_sd]
   problems = []
   if strict and missing: problems.append(f"{len(missing)} missing key(s) (in the model, not in the state_dict): {', '.join(missing)}")
-  if strict and unexpected: problems.append(f"{len(unexpected)} unexpected key(s) (in the state_dict, not in the model): {', '.join(unexpected)}")
   pairs = []
   for k, t in model_sd.items():
     if k not in state_dict: continue
     v = state_dict[k]
     if not isinstance(v, Tensor): v = Tensor(v)
+    if {tuple(v.shape), tuple(t.shape)} == {(), (1,)}: v = v.reshape(t.shape)
     if tuple(v.shape) != tuple(t.shape): problems.append(f"shape mismatch for {k}: model {tuple(t.shape)}, state_dict {tuple(v.shape)}")
     elif _category(v.dtype) != _category(t.dtype): problems.append(f"dtype mismatch for {k}: model {t.dtype}, state_dict {v.dtype}")
     else: pairs.append((k, t, v))
   if problems: raise ValueError(f"load_state_dict into {type(model).__name__} failed:\n  " + "\n  ".join(problems))
-  if verbose:
-    print(f"load_state_dict: loading {len(pairs)} tensor(s)" + (f"; skipping {len(missing)} missing, {len(unexpected)} unexpected" if missing or unexpected else ""))
+  if verbose or (unexpected and DEBUG >= 1):
+    print(f"load_state_dict: loading {len(pairs)} tensor(s)" + (f"; skipping {len(missing)} missing" if missing else "") +
+          (f"; unused in the state_dict: {', '.join(unexpected)}" if unexpected else ""))
   for k, t, v in pairs:
     t.uop = v.to(t.device).cast(t.dtype).uop
     if consume: del state_dict[k]
-  if realize and pairs: Tensor.realize_all(*dict.fromkeys(t for _, t, _ in pairs))
+  loaded = list(dict.fromkeys(t for _, t, _ in pairs))
+  if realize and loaded: Tensor.realize_all(*loaded)
+  return loaded
 
 # ---------------- raw bytes of tensors, and tensors over file byte ranges
 def _tensor_bytes(t: Tensor) -> memoryview:

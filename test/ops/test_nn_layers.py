@@ -228,3 +228,13 @@ def test_small_cnn_matches_torch():
     t = torch.nn.functional.max_pool2d(torch.relu(tm["bn"](tm["c1"](t))), 2)
     want = torch.log_softmax(tm["fc"](torch.nn.functional.gelu(tm["c2"](t)).flatten(1)), -1).numpy()
   np.testing.assert_allclose(fg(Tensor(x)).numpy(), want, atol=1e-5)
+
+# ======================================================================== parameters that start as constants get gradients without an optimizer
+@pytest.mark.parametrize("make,shape", [(lambda: nn.RMSNorm(4), (2, 4)), (lambda: nn.LayerNorm(4), (2, 4)), (lambda: nn.BatchNorm(4), (2, 4, 3)),
+                                        (lambda: nn.GroupNorm(2, 4), (2, 4, 3)), (lambda: nn.InstanceNorm(4, affine=True), (2, 4, 3))])
+def test_constant_initialised_parameters_get_gradients(make, shape):
+  a, b = make(), make()  # two layers: their equal constants must not be one node sharing one gradient
+  x = Tensor(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+  with Tensor.train(): (a(x) * 2 + b(x)).square().sum().backward()
+  assert a.weight.grad is not None and b.weight.grad is not None and a.weight.grad is not b.weight.grad
+  assert not np.allclose(a.weight.grad.numpy(), b.weight.grad.numpy())
