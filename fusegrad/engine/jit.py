@@ -97,7 +97,7 @@ class _Capture:
     if self.cnt == 0:
       self.cnt = 1
       ret = fxn(*args, **kwargs)
-      if outs := _tensors_in(ret): Tensor.realize_all(*outs)
+      Tensor.realize_all(*_tensors_in(ret))  # (with no outputs too: the writes the call left pending, `t[1:3] = v`)
       return ret
     if self.cnt == 1: return self._capture(fxn, sig, inputs, binds, args, kwargs)
     if sig != self.sig:
@@ -119,7 +119,7 @@ class _Capture:
     with _realize.capture() as captured:
       ret = fxn(*args, **kwargs)
       outs = _tensors_in(ret)
-      if outs: Tensor.realize_all(*outs)
+      Tensor.realize_all(*outs)  # (and the writes the call left pending: a replay must make them too)
     self.rng = (rng0, rng.counter() - rng0)
     self.sig, self.captured, self.cnt = sig, captured, 2
     self.exact_binds = None if _binds_replaceable(captured, binds) else tuple(v for _, v in binds)
@@ -293,11 +293,14 @@ class TinyJit:
     if self.fxn is None: raise TypeError("TinyJit needs a function: use @TinyJit or TinyJit(fn)")
     bound = bool(args) and isinstance(args[0], _Identity)
     call_args = (args[0].obj,) + args[1:] if bound else args
-    if not JIT: return self.fxn(*call_args, **kwargs)
+    # inside another TinyJit's capture this one runs its function: the kernels go into that capture (replaying its own
+    # would hide them from it, and the outer replays would return stale values)
+    if not JIT or _realize.is_capturing(): return self.fxn(*call_args, **kwargs)
     from fusegrad.tensor import Tensor
     if not kwargs and all(type(a) is Tensor or type(a) is _Identity for a in args):  # the usual step(x, y): no walk over the arguments
       key, binds, inputs = (tuple(a if type(a) is _Identity else Tensor for a in args), ()), [], [a for a in args if type(a) is Tensor]
-    else: (key, binds), inputs = self._key(args, kwargs), _tensors_in(call_args) + _tensors_in(kwargs)
+    else:  # (keyword tensors in the key's sorted order: in call order, f(b=x, a=y) then f(a=x, b=y) swapped the buffers)
+      (key, binds), inputs = self._key(args, kwargs), _tensors_in(call_args) + _tensors_in([kwargs[k] for k in sorted(kwargs)])
     if (entry := self._captures.get(key)) is None or entry is not self._last:  # keep the most recently used last
       entry = self._captures.pop(key, None) or _Capture()
       self._captures[key] = entry
