@@ -167,6 +167,9 @@ TRAINING = ContextVar("TRAINING", 0)
 # tinygrad's switches for Winograd convolutions and image dtypes, accepted so programs that set them run; fusegrad picks
 # its convolution algorithm itself (docs/performance.md) and has no image dtypes
 WINO, IMAGE = ContextVar("WINO", 0), ContextVar("IMAGE", 0)
+# and for its transcendental-function approximations and out-of-bounds index checks: fusegrad's math is always its own
+# few-ulp code, and an out-of-range index tensor always reads 0 (docs/ops.md)
+TRANSCENDENTAL, IGNORE_OOB = ContextVar("TRANSCENDENTAL", 1), ContextVar("IGNORE_OOB", 1)
 
 @dataclass(frozen=True)
 class Target:

@@ -29,6 +29,8 @@ class _ConvNd:
     self.in_channels, self.out_channels, self.groups, self.padding_mode = in_channels, out_channels, groups, padding_mode
     self.kernel_size, self.stride, self.dilation = _ntuple(kernel_size, n), _ntuple(stride, n), _ntuple(dilation, n)
     self.padding = padding if isinstance(padding, str) else _ntuple(padding, n) if isinstance(padding, int) else tuple(padding)
+    if isinstance(padding, str) and padding not in ("same", "valid"): raise ValueError(f"padding must be 'same', 'valid' or numbers, got {padding!r}")
+    if padding == "same" and any(s != 1 for s in self.stride): raise ValueError(f"padding='same' needs stride 1, got stride {stride} (torch too)")
     fan_in = in_channels // groups * prod(self.kernel_size)
     bound = 1 / math.sqrt(fan_in) if fan_in else 0.0
     self.weight = _uniform((out_channels, in_channels // groups, *self.kernel_size), bound)

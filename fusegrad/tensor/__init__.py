@@ -21,6 +21,7 @@ from typing import cast  # noqa: F401  (tinygrad programs import typing.cast fro
 from fusegrad.dtype import DType, dtypes  # noqa: F401  (as tinygrad.tensor, which imports them)
 from fusegrad.uop.ops import Variable, broadcast_shape  # noqa: F401  (Variable: tinygrad programs import it from here)
 from fusegrad.tensor.common import promote_types  # noqa: F401
+from fusegrad.device import Device  # noqa: F401  (older tinygrad programs: from tinygrad.tensor import Tensor, dtypes, Device)
 from fusegrad.tensor.tensor import Tensor
 
 __all__ = ["Tensor"]

@@ -29,6 +29,11 @@ from fusegrad.tensor.printing import tensor_str
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
+def _nested_lists(data: Any) -> Any:
+  """data with the numpy arrays inside it (a list of rows as arrays) as nested lists, as torch and numpy accept them."""
+  if type(data).__module__ == "numpy" and getattr(data, "ndim", 0) > 0: return data.tolist()
+  return [_nested_lists(x) for x in data] if isinstance(data, (list, tuple)) else data
+
 def _shape_of(data: Any) -> tuple[int, ...]:
   if not isinstance(data, (list, tuple)): return ()
   if len(data) == 0: return (0,)
@@ -178,6 +183,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     # (np.float64 is a float: it goes with the numpy values below, keeping its dtype)
     elif isinstance(data, (bool, int, float)) and type(data).__module__ != "numpy": self.uop = Tensor._const(data, _checked_dtype([data], dtype), device, ())
     elif isinstance(data, (list, tuple)):
+      data = _nested_lists(data)
       shape = _shape_of(data)
       flat = _flat(data)
       for v in flat:

@@ -125,3 +125,19 @@ def test_in_place_on_a_result_that_requires_grad():
   b.sum().backward()
   assert a.grad.tolist() == [2.0, 2.0]
   with pytest.raises(RuntimeError, match="leaf"): a += 1
+
+# ======================================================================== smaller things tinygrad's own tests use
+def test_older_tinygrad_imports_and_context_switches():
+  from fusegrad.tensor import Device, Tensor as T2, dtypes as d2  # noqa: F401  (from tinygrad.tensor import Tensor, dtypes, Device)
+  from fusegrad import Context
+  with Context(TRANSCENDENTAL=2, IGNORE_OOB=0): assert abs(Tensor([1.0]).exp().item() - 2.718281828) < 1e-6
+
+def test_conv_padding_strings_are_checked():
+  from fusegrad import nn
+  with pytest.raises(ValueError, match="stride 1"): nn.Conv2d(3, 4, 3, stride=2, padding="same")
+  with pytest.raises(ValueError, match="not_same"): nn.Conv2d(3, 4, 3, padding="not_same")
+  assert nn.Conv2d(3, 4, 3, padding="same")(Tensor.ones(1, 3, 5, 5)).shape == (1, 4, 5, 5)
+
+def test_a_list_of_numpy_rows():
+  assert Tensor([np.array([1, 2, 3])] * 3).tolist() == torch.tensor(np.array([[1, 2, 3]] * 3)).tolist()
+  assert Tensor([np.array([1.5, 2.0]), [3, 4]]).tolist() == [[1.5, 2.0], [3.0, 4.0]]
