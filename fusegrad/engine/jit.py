@@ -196,7 +196,8 @@ class _Capture:
       GlobalCounters.add(n - len(skipped), ops - sum(s.flops for s in skipped), mem - sum(s.mem_bytes for s in skipped), kernel_s)
     rng.advance(self.rng[1])
     for t, view in rebind: t.uop = view
-    for i, b1 in self.written_inputs: _buf(inputs[i]).copyin(b1.as_memoryview())
+    # (the new value may be another argument's buffer, `x.assign(a)`: this call's a, not the capture's)
+    for i, b1 in self.written_inputs: _buf(inputs[i]).copyin(subst.get(b1, b1).as_memoryview())
     out_views = self.out_views
     if any(self.out_reads):  # (rare: most outputs are kernels' buffers)
       nodes = {buffers.buffer_of(bv): bv for t in [*inputs, *(r() for r, _ in self.implicit)] if t is not None and (bv := buffers.buffer_view(t.uop)) is not None}

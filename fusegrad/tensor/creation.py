@@ -119,6 +119,8 @@ class CreationMixin(TensorMixin):
   @classmethod
   def _random_bits(cls: type[Tensor], shape: tuple[int, ...], device: str | None) -> Tensor:
     n = prod(shape)
+    # (checked before the generator advances: a symbolic count left its counter an expression, and every later draw raised)
+    if not isinstance(n, int): raise TypeError(f"random numbers need a shape of ints, got {shape}: draw the largest shape and shrink it")
     offset = rng.advance(n)
     ctr = UOp(Ops.IOTA, dtypes.int32 if n < 2**31 else dtypes.int64, (UOp(Ops.DEVICE, arg=canonicalize(device)),), n).cast(dtypes.uint32)
     # the low bits of the offset are a bound variable, so every call reuses the same compiled kernel

@@ -173,7 +173,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       self._uop = data
       self._register()  # only once built: another thread may be walking the live tensors
       return
-    device = canonicalize(device)
+    asked, device = device, canonicalize(device)
     dtype = to_dtype(dtype) if dtype is not None else None
     self.grad: Tensor | None = None
     self.requires_grad: bool | None = requires_grad
@@ -213,6 +213,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       buf, dtype = Buffer(f"DISK:{data.resolve()}", data.stat().st_size, dtypes.uint8).ensure_allocated(), dtype or dtypes.uint8
       if buf.size % dtype.itemsize: raise TensorError(f"Tensor(Path): {data} has {buf.size} bytes, not a whole number of {dtype} elements")
       self.uop = buffers.view_uop(buf, 0, buf.size // dtype.itemsize, dtype) if dtype != dtypes.uint8 else buffers.new_buffer_uop(buf.device, buf.size, dtype, buf)
+      if asked is not None and not device.startswith("DISK"): self.uop = self.to(device).uop  # the bytes, copied where asked
     else: raise TypeError(f"Tensor() cannot be built from {type(data).__name__}")
     self._register()
     # a leaf that needs a gradient gets its own buffer: equal lazy constants are one node and would share a gradient

@@ -751,7 +751,8 @@ class OpBuilder:
       else:
         if isinstance(s, UOp) and e > s.vmin: _by_value(f"shrinking the symbolic dim {_fmt_size(s)} to {e}")
         out.append((b, e))
-    return self if all(o[1] is s or o == (0, s) for o, s in zip(out, vs)) else sym_node(Ops.SHRINK, self, tuple(out))
+    # (the whole dim only from 0: `e is s` alone took (4, 8) of a dim of 8 for it, ints being cached objects)
+    return self if all(b == 0 and (e is s or e == s) for (b, e), s in zip(out, vs)) else sym_node(Ops.SHRINK, self, tuple(out))
   def _sym_pad(self, pairs):
     for p in pairs:
       for b in p:

@@ -33,3 +33,18 @@ def test_nested_tinyjit():
   @TinyJit
   def outer(t: Tensor) -> Tensor: return inner(t) * 3
   assert [outer(Tensor([i])).item() for i in range(6)] == [3, 6, 9, 12, 15, 18]
+
+def test_assign_of_another_argument_is_replayed():
+  """x.assign(a) makes x hold a's buffer: the replays copied the capture's a into x, not each call's."""
+  @TinyJit
+  def f(x: Tensor, a: Tensor) -> None:
+    x.assign(a)
+    x.realize()
+  @TinyJit
+  def g(x: Tensor, a: Tensor) -> None: x.assign(a)
+  for fn in (f, g):
+    x, seen = Tensor([0]).realize(), []
+    for i in range(1, 6):
+      fn(x, x.full_like(i).contiguous())
+      seen.append(x.item())
+    assert seen == [1, 2, 3, 4, 5]

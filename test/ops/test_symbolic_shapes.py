@@ -200,3 +200,14 @@ def test_a_reduction_whose_rows_are_partly_padding():
   out = (Tensor(qn).reshape(1, 6, 1, 1, 8) * kk.permute(0, 2, 1, 3).reshape(1, 6, 1, 12, 8)).sum(-1)
   kn = np.pad(np.tile(cn[:, :2], (1, 1, 1, 3)).reshape(1, 2, 6, 8), ((0, 0), (0, 10), (0, 0), (0, 0)))
   np.testing.assert_allclose(out.numpy(), (qn.reshape(1, 6, 1, 1, 8) * kn.transpose(0, 2, 1, 3).reshape(1, 6, 1, 12, 8)).sum(-1), rtol=1e-5, atol=1e-5)
+
+# ======================================================================== a shrink to the end of a dim beside a symbolic dim
+@pytest.mark.parametrize("lo,hi", [(4, 8), (1, 8), (0, 8), (0, 4), (2, 6)])
+def test_shrink_to_the_end_beside_a_symbolic_dim(lo, hi):
+  """(4, 8) of a dim of 8 was taken for the whole dim (no shrink) when another dim was symbolic."""
+  x = Tensor.arange(80).reshape(10, 8)[:Variable("a", 1, 10).bind(2), :]
+  got = x.shrink((None, (lo, hi)))
+  assert got.shape[1] == hi - lo
+  np.testing.assert_array_equal(got.numpy(), np.arange(80).reshape(10, 8)[:2, lo:hi])
+  a, b = x.chunk(2, -1)
+  np.testing.assert_array_equal(b.numpy(), np.arange(80).reshape(10, 8)[:2, 4:])

@@ -141,3 +141,13 @@ def test_conv_padding_strings_are_checked():
 def test_a_list_of_numpy_rows():
   assert Tensor([np.array([1, 2, 3])] * 3).tolist() == torch.tensor(np.array([[1, 2, 3]] * 3)).tolist()
   assert Tensor([np.array([1.5, 2.0]), [3, 4]]).tolist() == [[1.5, 2.0], [3.0, 4.0]]
+
+def test_tensor_of_a_path_on_a_device(tmp_path):
+  """Tensor(Path, device=...) ignored the device: the tensor stayed on DISK."""
+  import pathlib
+  p = tmp_path / "b.bin"
+  p.write_bytes(bytes(range(8)))
+  t = Tensor(pathlib.Path(p), device="CPU")
+  assert t.device == "CPU" and t.tolist() == list(range(8))
+  assert Tensor(pathlib.Path(p)).device.startswith("DISK")
+  assert Tensor(pathlib.Path(p), device="CPU", dtype=dtypes.uint16).tolist() == [256, 770, 1284, 1798]
