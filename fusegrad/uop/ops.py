@@ -827,10 +827,21 @@ class UOp(OpBuilder, metaclass=UOpMeta):
   arg: Any
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg)
   def __bool__(self):
-    # `if n < 0:` with n a symbolic size builds a comparison node, which would always be true
+    # `if n < 0:` with n a symbolic size builds a comparison node, which would always be true. Its bounds decide it
+    # where they can (`if start_pos > 0:` for a Variable in [1, 10], as tinygrad); otherwise it has no truth value
     if self.dtype == dtypes.bool and self.shape == () and self.tensor_level and self.device is None:
-      raise TypeError("a comparison of symbolic sizes (Variables) has no truth value before the kernel runs; compare their bound values")
+      if self.vmin == self.vmax: return bool(self.vmin)
+      raise TypeError("a comparison of symbolic sizes (Variables) has no truth value before the kernel runs: its bounds do not "
+                      "decide it; compare their bound values")
     return True
+  # tinygrad's names on Variables: the name, and a bound one's (Variable, value) and value
+  @property
+  def expr(self) -> str: return (self.src[0] if self.op is Ops.BIND else self).arg[0]
+  def unbind(self) -> tuple[UOp, int]:
+    if self.op is not Ops.BIND: raise TypeError(f"unbind() needs a bound Variable (Variable(...).bind(v)), got {self.op}")
+    return self.src[0], self.src[1].arg
+  @property
+  def val(self) -> int: return self.unbind()[1]
   def __repr__(self) -> str:
     # a symbolic size (an int expression of bound Variables) prints as one, so that shapes holding one read well
     if self.tensor_level and self.device is None and self.shape == () and dtypes.is_int(self.dtype): return f"<{_fmt_size(self)}>"

@@ -211,3 +211,11 @@ def test_shrink_to_the_end_beside_a_symbolic_dim(lo, hi):
   np.testing.assert_array_equal(got.numpy(), np.arange(80).reshape(10, 8)[:2, lo:hi])
   a, b = x.chunk(2, -1)
   np.testing.assert_array_equal(b.numpy(), np.arange(80).reshape(10, 8)[:2, 4:])
+
+def test_variable_comparisons_decided_by_their_bounds():
+  """tinygrad's KV-cache code writes `if start_pos > 0:` with a bound Variable in [1, n]: its bounds decide it."""
+  v = Variable("start_pos", 1, 10).bind(3)
+  assert bool(v > 0) and not bool(v > 10) and bool(v < 11)
+  with pytest.raises(TypeError, match="no truth value"): bool(v > 5)
+  assert v.val == 3 and v.expr == "start_pos" and v.unbind() == (Variable("start_pos", 1, 10), 3)
+  with pytest.raises(TypeError, match="bound Variable"): Variable("q", 0, 5).unbind()
