@@ -152,6 +152,12 @@ def _parse_index(self: Tensor, indices) -> _Index:
       final.append(1)
       continue
     size = self.shape[dim]
+    if isinstance(size, UOp) and k in ("slice", "int"):  # a symbolic dim
+      span, cnt = _symbolic_dim_index(k, v, size, dim)
+      shrinks.append(span); flips.append(False); strides.append(1); mid.append(cnt)
+      if k == "slice": final.append(cnt)
+      dim += 1
+      continue
     if k == "slice":
       if v.step == 0: raise TensorError("slice step cannot be zero")
       span, cnt, step = _slice_dim(v, size)
@@ -167,6 +173,20 @@ def _parse_index(self: Tensor, indices) -> _Index:
       adv.append((len(final), v)); final.append(size)
     dim += 1
   return _Index(shrinks, flips, strides, mid, final, adv)
+
+def _symbolic_dim_index(kind: str, v, size: UOp, dim: int) -> tuple[tuple, Any]:
+  """The (start, end) an int or a step-1 slice takes of a symbolic dim, and how many it keeps: the whole dim, or
+  positions every bound value has (below the size's smallest value), as tinygrad allows."""
+  if kind == "int":
+    if not 0 <= v < size.vmin: raise IndexError(f"index {v} of the symbolic dim {dim} (size in [{size.vmin}, {size.vmax}]) must be in [0, {size.vmin})")
+    return (v, v + 1), 1
+  if v.step not in (None, 1) or any(b is not None and (isinstance(b, bool) or not isinstance(b, (int, UOp))) for b in (v.start, v.stop)):
+    raise TypeError(f"dim {dim} is symbolic: only step-1 slices with int or Variable bounds are supported there, got {v}")
+  b = 0 if v.start is None else v.start
+  e = size if v.stop is None else v.stop
+  if isinstance(b, int) and not 0 <= b <= size.vmin: raise IndexError(f"slice start {b} of the symbolic dim {dim} must be in [0, {size.vmin}]")
+  if isinstance(e, int) and not 0 <= e <= size.vmin: raise IndexError(f"slice end {e} of the symbolic dim {dim} must be in [0, {size.vmin}]")
+  return (b, e), e if isinstance(b, int) and b == 0 else e - b
 
 def _slice_dim(s: slice, size: int) -> tuple[tuple[int, int], int, int]:
   """A slice of a dim of `size`: the (start, end) it shrinks the dim to, how many elements it keeps, and its step. A

@@ -743,8 +743,10 @@ class OpBuilder:
       if e is s and b == 0: out.append((0, s))  # the whole dim
       elif isinstance(e, UOp):
         check_size(e)
-        if isinstance(s, UOp): raise TypeError(f"dim {d}: shrinking the symbolic dim {_fmt_size(s)} to {_fmt_size(e)} is not supported")
-        if not 0 <= b <= e.vmin or e.vmax > n:
+        if isinstance(s, UOp):  # (b, s) of a symbolic dim s, b below its smallest size: what x[:, b:] takes of it
+          if e is not s or not 0 <= b <= s.vmin:
+            raise TypeError(f"dim {d}: shrinking the symbolic dim {_fmt_size(s)} to ({b}, {_fmt_size(e)}) is not supported")
+        elif not 0 <= b <= e.vmin or e.vmax > n:
           raise IndexError(f"dim {d}: shrink ({b}, {_fmt_size(e)}) with {_fmt_size(e)} in [{e.vmin}, {e.vmax}] can leave the dim's {n} positions")
         out.append((b, e))
       elif not 0 <= b <= e <= sym_value(s): raise TensorError(f"shrink {tuple(arg)} out of bounds for shape {fmt_shape(vs)}")

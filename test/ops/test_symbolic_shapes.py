@@ -219,3 +219,25 @@ def test_variable_comparisons_decided_by_their_bounds():
   with pytest.raises(TypeError, match="no truth value"): bool(v > 5)
   assert v.val == 3 and v.expr == "start_pos" and v.unbind() == (Variable("start_pos", 1, 10), 3)
   with pytest.raises(TypeError, match="bound Variable"): Variable("q", 0, 5).unbind()
+
+# ======================================================================== basic indexing of a tensor with a symbolic dim
+@pytest.mark.parametrize("index", [(slice(None), slice(None, 1)), (slice(None, 2),), (0,), (slice(None), 0), (Ellipsis, slice(None, 1)),
+                                   (slice(1, None), slice(None)), (slice(None), slice(1, None)), (None, 1)])
+def test_basic_indexing_beside_or_on_a_symbolic_dim(index):
+  """x[0], x[:2], x[:, 0] of x (3, i) raised ('UOp' object cannot be interpreted as an integer)."""
+  base = np.arange(30, dtype=np.float32).reshape(3, 10)
+  x = Tensor(base)[:, :Variable("i", 1, 10).bind(5)]
+  np.testing.assert_array_equal(x[index].numpy(), base[:, :5][index])
+
+def test_indexing_a_symbolic_dim_beyond_its_smallest_size_raises():
+  x = Tensor.ones(3, 10)[:, :Variable("i", 2, 10).bind(5)]
+  with pytest.raises(IndexError, match="symbolic dim"): x[:, 3]
+  with pytest.raises(IndexError, match="symbolic dim"): x[:, :4]
+  with pytest.raises(TypeError, match="step-1"): x[:, ::2]
+
+def test_a_slice_of_a_symbolic_dim_under_tinyjit():
+  base = np.arange(30, dtype=np.float32).reshape(3, 10)
+  b = Tensor(base).realize()
+  @TinyJit
+  def f(v): return b[:, :v][:, 1:].sum(1).realize()
+  for i in range(2, 8): np.testing.assert_array_equal(f(Variable("i", 1, 10).bind(i)).numpy(), base[:, 1:i].sum(1))
