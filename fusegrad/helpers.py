@@ -170,6 +170,8 @@ WINO, IMAGE = ContextVar("WINO", 0), ContextVar("IMAGE", 0)
 # and for its transcendental-function approximations and out-of-bounds index checks: fusegrad's math is always its own
 # few-ulp code, and an out-of-range index tensor always reads 0 (docs/ops.md)
 TRANSCENDENTAL, IGNORE_OOB = ContextVar("TRANSCENDENTAL", 1), ContextVar("IGNORE_OOB", 1)
+# and its reduce-splitting and atomics switches: fusegrad splits long reductions itself (docs/performance.md)
+SPLIT_REDUCEOP, USE_ATOMICS = ContextVar("SPLIT_REDUCEOP", 1), ContextVar("USE_ATOMICS", 0)
 
 @dataclass(frozen=True)
 class Target:

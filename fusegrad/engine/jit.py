@@ -83,6 +83,9 @@ def _describe(fxn: Callable, path: list) -> str:
     except (TypeError, ValueError, IndexError): first = f"#{first}"
   return f"argument {first}{rest}"
 
+class JitError(ValueError):
+  """A call TinyJit cannot replay correctly (tinygrad's name; a ValueError, what fusegrad raised before)."""
+
 # ---------------- one capture
 class _Capture:
   """The state of one (non-tensor arguments) key: cnt 0 = never run, 1 = ran once, 2 = captured and replaying."""
@@ -101,7 +104,7 @@ class _Capture:
       return ret
     if self.cnt == 1: return self._capture(fxn, sig, inputs, binds, args, kwargs)
     if sig != self.sig:
-      raise ValueError(f"TinyJit: inputs changed since capture: got {sig}, captured {self.sig}; call .reset() to capture again")
+      raise JitError(f"TinyJit: inputs changed since capture: got {sig}, captured {self.sig}; call .reset() to capture again")
     return self._replay(inputs, binds)
 
   def _capture(self, fxn, sig, inputs, binds, args, kwargs) -> Any:
@@ -114,7 +117,7 @@ class _Capture:
     self.in_bufs = [_buf(t) for t in inputs]
     # a replay puts each call's buffers where the capture's were: one buffer in two argument slots cannot be told apart
     if len({id(b) for b in self.in_bufs if b is not None}) != sum(b is not None for b in self.in_bufs):
-      raise ValueError("TinyJit: one tensor (or two views of one buffer) was passed as two arguments of the call being captured, so "
+      raise JitError("TinyJit: one tensor (or two views of one buffer) was passed as two arguments of the call being captured, so "
                        "the replays could not tell the arguments apart and would compute with the wrong one; pass a copy (x.clone()) for one")
     with _realize.capture() as captured:
       ret = fxn(*args, **kwargs)

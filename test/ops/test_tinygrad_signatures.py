@@ -151,3 +151,13 @@ def test_tensor_of_a_path_on_a_device(tmp_path):
   assert t.device == "CPU" and t.tolist() == list(range(8))
   assert Tensor(pathlib.Path(p)).device.startswith("DISK")
   assert Tensor(pathlib.Path(p), device="CPU", dtype=dtypes.uint16).tolist() == [256, 770, 1284, 1798]
+
+def test_jit_error_and_more_context_switches():
+  from fusegrad import Context, TinyJit
+  from fusegrad.engine.jit import JitError
+  @TinyJit
+  def f(x): return (x * 2).realize()
+  for _ in range(3): f(Tensor.ones(4).contiguous().realize())
+  with pytest.raises(JitError, match="inputs changed"): f(Tensor.ones(5).contiguous().realize())
+  assert issubclass(JitError, ValueError)
+  with Context(SPLIT_REDUCEOP=0, USE_ATOMICS=1): assert Tensor.ones(8).sum().item() == 8
