@@ -59,10 +59,13 @@ class dtypes:
   uint32 = DType(6, 4, "unsigned int", "I")
   int64 = DType(7, 8, "long", "q")
   uint64 = DType(8, 8, "unsigned long", "Q")
-  float16 = DType(9, 2, "half", "e")
-  bfloat16 = DType(10, 2, "__bf16", None)
-  float32 = DType(11, 4, "float", "f")
-  float64 = DType(12, 8, "double", "d")
+  # OCP 8-bit floats (tinygrad's names): stored as one byte, no struct format; math runs in float32 and rounds to them
+  fp8e4m3 = DType(9, 1, "float8_e4m3", None)
+  fp8e5m2 = DType(10, 1, "float8_e5m2", None)
+  float16 = DType(11, 2, "half", "e")
+  bfloat16 = DType(12, 2, "__bf16", None)
+  float32 = DType(13, 4, "float", "f")
+  float64 = DType(14, 8, "double", "d")
   # aliases
   half, float, double = float16, float32, float64
   char, uchar, short, ushort, int, uint, long, ulong = int8, uint8, int16, uint16, int32, uint32, int64, uint64
@@ -95,21 +98,25 @@ class dtypes:
   @staticmethod
   def finfo(d: DType) -> tuple[int, int]:
     """(exponent bits, mantissa bits) of a float dtype."""
-    return {dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23), dtypes.float64: (11, 52)}[d]
+    return {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7), dtypes.float32: (8, 23),
+            dtypes.float64: (11, 52)}[d]
   @staticmethod
   def fields() -> dict[str, DType]: return DTYPES_BY_NAME
 
 SINTS = (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64)
 UINTS = (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
 INTS = SINTS + UINTS
-FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+FP8S = (dtypes.fp8e4m3, dtypes.fp8e5m2)
+FLOATS = FP8S + (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 ALL_DTYPES = (dtypes.bool,) + INTS + FLOATS
 # sets for the membership tests above: scalar dtypes hash by identity, so a lookup is one hash instead of a scan
 _INT_SET, _UINT_SET, _FLOAT_SET = frozenset(INTS), frozenset(UINTS), frozenset(FLOATS)
 _CATEGORY = {dtypes.bool: 0, **{d: 1 for d in INTS}, **{d: 2 for d in FLOATS}}
-_CANONICAL_NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64")
+_CANONICAL_NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float8_e4m3", "float8_e5m2", "float16", "bfloat16",
+                    "float32", "float64")
 DTYPES_BY_NAME = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint8, "int16": dtypes.int16, "uint16": dtypes.uint16,
                   "int32": dtypes.int32, "uint32": dtypes.uint32, "int64": dtypes.int64, "uint64": dtypes.uint64,
+                  "float8_e4m3": dtypes.fp8e4m3, "float8_e5m2": dtypes.fp8e5m2, "fp8e4m3": dtypes.fp8e4m3, "fp8e5m2": dtypes.fp8e5m2,
                   "float16": dtypes.float16, "bfloat16": dtypes.bfloat16, "float32": dtypes.float32, "float64": dtypes.float64,
                   "half": dtypes.half, "float": dtypes.float, "double": dtypes.double, "long": dtypes.long, "int": dtypes.int,
                   "uchar": dtypes.uchar, "char": dtypes.char, "short": dtypes.short, "ushort": dtypes.ushort,
@@ -119,11 +126,12 @@ DTYPES_BY_NAME = {"bool": dtypes.bool, "int8": dtypes.int8, "uint8": dtypes.uint
 # dtype with an alias prints as the alias, which is how tinygrad shows them
 DTYPES_DICT: dict[str, DType] = dict(DTYPES_BY_NAME)
 _ALIAS = {"int8": "char", "uint8": "uchar", "int16": "short", "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
-          "uint64": "ulong", "float16": "half", "float32": "float", "float64": "double"}
+          "uint64": "ulong", "float8_e4m3": "fp8e4m3", "float8_e5m2": "fp8e5m2", "float16": "half", "float32": "float", "float64": "double"}
 INVERSE_DTYPES_DICT: dict[str, str] = {**{d.name: _ALIAS.get(n, n) for n, d in DTYPES_BY_NAME.items() if n in _CANONICAL_NAMES}, "void": "void"}
+_TORCH_NAMES = {"float8_e4m3fn": dtypes.fp8e4m3}  # torch's spellings that differ from ours (its float8_e5m2 is ours)
 DTypeLike = str | DType  # what a dtype= argument accepts: a DType or its name
 
-dtypes.floats, dtypes.uints, dtypes.sints = FLOATS, UINTS, SINTS  # type: ignore[attr-defined]
+dtypes.floats, dtypes.uints, dtypes.sints, dtypes.fp8s = FLOATS, UINTS, SINTS, FP8S  # type: ignore[attr-defined]
 dtypes.ints, dtypes.all = UINTS + SINTS, FLOATS + UINTS + SINTS + (dtypes.bool,)  # type: ignore[attr-defined]
 
 def to_dtype(x: Any) -> DType:
@@ -133,6 +141,7 @@ def to_dtype(x: Any) -> DType:
   if name is None and hasattr(x, "__str__"): name = str(x)
   name = str(name).replace("torch.", "").replace("dtypes.", "")
   if name in DTYPES_BY_NAME: return DTYPES_BY_NAME[name]
+  if name in _TORCH_NAMES: return _TORCH_NAMES[name]
   if x is bool: return dtypes.bool
   if x is int: return dtypes.default_int
   if x is float: return dtypes.default_float
@@ -157,7 +166,9 @@ def least_upper_dtype(*ds: DType) -> DType:
   if top == 2:
     if dtypes.float64 in ds: return dtypes.float64
     if dtypes.float32 in ds or (dtypes.float16 in ds and dtypes.bfloat16 in ds): return dtypes.float32
-    return ds[0]
+    # an fp8 with a 16-bit float is that float; the two fp8 formats together are float16 (tinygrad's lattice)
+    if (wide := [d for d in ds if d not in FP8S]): return wide[0]
+    return dtypes.float16
   signed = [d for d in ds if d in SINTS]
   unsigned = [d for d in ds if d in UINTS]
   if not signed: return max(unsigned, key=lambda d: d.itemsize)
@@ -197,6 +208,7 @@ def truncate(dtype: DType, x: Any) -> Any:
   if dtype == dtypes.float64: return x
   if dtype == dtypes.float32: return _round_via("f", x)
   if dtype == dtypes.float16: return _round_via("e", x)
+  if dtype in _FP8: return fp8_to_float(float_to_fp8(x, dtype), dtype)
   return bf16_to_float(float_to_bf16(x))
 
 def _round_via(fmt: str, x: float) -> float:
@@ -210,3 +222,35 @@ def float_to_bf16(x: float) -> int:
   return ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) & 0xffff
 
 def bf16_to_float(b: int) -> float: return struct.unpack("f", struct.pack("I", (b & 0xffff) << 16))[0]
+
+# ---- fp8 (OCP 8-bit floats): (exponent bits, mantissa bits, bias, largest finite code) per format. E4M3 ("fn") has no
+# infinity and one NaN pattern per sign (S.1111.111); E5M2 is IEEE-like (S.11111.00 is infinity, S.11111.xx NaN).
+_FP8 = {dtypes.fp8e4m3: (4, 3, 7, 0x7e), dtypes.fp8e5m2: (5, 2, 15, 0x7b)}
+
+def float_to_fp8(x: float, dtype: DType) -> int:
+  """The fp8 code of x: round to nearest, ties to even (subnormals included). A finite value beyond the largest finite
+  one saturates to it; NaN is 0x7f with NaN's sign; infinity is E5M2's infinity, E4M3's NaN (it has no infinity)."""
+  if dtype not in _FP8: raise ValueError(f"float_to_fp8 needs one of {FP8S}, got {dtype}")
+  ebits, mbits, bias, maxcode = _FP8[dtype]
+  x = float(x)
+  sign = 0x80 if math.copysign(1.0, x) < 0 else 0
+  if math.isnan(x): return sign | 0x7f
+  if math.isinf(x): return sign | (0x7f if dtype == dtypes.fp8e4m3 else 0x7c)
+  a, emin = abs(x), 1 - bias
+  if a == 0: return sign
+  e = max(math.frexp(a)[1] - 1, emin)        # the exponent of a's binade (the subnormal one below 2**emin)
+  q = round(math.ldexp(a, mbits - e))        # a in units of the binade's step, ties to even (exact: a power-of-2 scaling)
+  # exponent field e + bias (0 for subnormals, whose q has no implicit bit) and mantissa q - 2**mbits in one sum: a q that
+  # rounded up to 2**(mbits + 1) carries into the exponent, a subnormal that rounded up to 2**mbits becomes the smallest normal
+  code = ((e + bias - 1) << mbits) + q
+  return sign | min(code, maxcode)
+
+def fp8_to_float(x: int, dtype: DType) -> float:
+  """The value of fp8 code x (exact)."""
+  if dtype not in _FP8: raise ValueError(f"fp8_to_float needs one of {FP8S}, got {dtype}")
+  ebits, mbits, bias, _ = _FP8[dtype]
+  sign, e, m = -1.0 if x & 0x80 else 1.0, (x >> mbits) & ((1 << ebits) - 1), x & ((1 << mbits) - 1)
+  if dtype == dtypes.fp8e4m3 and e == 15 and m == 7: return math.copysign(math.nan, sign)  # (the sign kept: float_to_fp8 gives it back)
+  if dtype == dtypes.fp8e5m2 and e == 31: return sign * math.inf if m == 0 else math.copysign(math.nan, sign)
+  if e == 0: return sign * math.ldexp(m, 1 - bias - mbits)
+  return sign * math.ldexp((1 << mbits) + m, e - bias - mbits)

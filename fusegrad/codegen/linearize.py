@@ -14,10 +14,10 @@ from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT
 from fusegrad.renderer import Renderer
 
-LOW_FLOATS = (dtypes.float16, dtypes.bfloat16)
+LOW_FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
 
 def _compute_in_float(x: UOp) -> UOp | None:
-  # PyTorch computes half/bfloat16 math in float32 and rounds each result; so do we
+  # PyTorch computes half/bfloat16 (and fp8) math in float32 and rounds each result; so do we
   if x.op in GroupOp.ALU and x.op is not Ops.WHERE and any(s.dtype in LOW_FLOATS for s in x.src):
     out = x.replace(src=tuple(s.cast(dtypes.float32) if s.dtype in LOW_FLOATS else s for s in x.src),
                     dtype=dtypes.float32 if x.dtype in LOW_FLOATS else x.dtype)

@@ -69,7 +69,7 @@ class TensorCores:
 
 class Renderer:
   """A target's facts and its code generator. The defaults describe a scalar target with no SIMD, threads or shared
-  memory that renders every dtype (the C and Python renderers emulate half and bfloat16)."""
+  memory that renders every dtype (the C and Python renderers emulate half, bfloat16 and fp8)."""
   simd_width: int = 0          # float32 lanes of the widest vector register (0: no vector types)
   vector_registers: int = 0    # how many such registers: the accumulator budget of register tiling
   has_threads: bool = False    # many hardware threads run one kernel together (GPU blocks)

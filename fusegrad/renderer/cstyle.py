@@ -4,7 +4,7 @@ instead of copying the walk. `ClangRenderer` is C for a CPU: SIMD vector types (
 split across threads."""
 from __future__ import annotations
 import math
-from fusegrad.dtype import DType, dtypes, float_to_bf16
+from fusegrad.dtype import FP8S, DType, dtypes, float_to_bf16, float_to_fp8
 from fusegrad.helpers import NOOPT
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.symbolic import _terms, conjuncts
@@ -14,7 +14,7 @@ from fusegrad.renderer.cvector import VECTOR_MATH, VectorLoop, inner_vector_loop
 C_TYPES = {dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
            dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long long",
            dtypes.uint64: "unsigned long long", dtypes.float16: "_Float16", dtypes.bfloat16: "unsigned short",
-           dtypes.float32: "float", dtypes.float64: "double"}
+           dtypes.float32: "float", dtypes.float64: "double", dtypes.fp8e4m3: "unsigned char", dtypes.fp8e5m2: "unsigned char"}
 
 # The C library functions a kernel may call, declared here instead of #include <math.h> and <string.h>: parsing those
 # headers was a third of compiling a small kernel (10-15 ms each, about 1 s of a cold MNIST step's 156 kernels on 2 cores)
@@ -33,6 +33,56 @@ static inline unsigned short f32_to_bf16(float f) {
 #define BITCAST(T, F, x) ({ F _s = (x); T _d; memcpy(&_d, &_s, sizeof(T)); _d; })
 """
 
+# fp8 <-> float conversions, written out for each format: (exponent bits, mantissa bits, bias, largest finite code,
+# what infinity becomes). A kernel that uses fp8 gets them after its prelude, in an include guard so that kernels
+# compiled together (the CUDA compile check's batches) define them once.
+FP8_FORMATS = {dtypes.fp8e4m3: ("fp8e4m3", 4, 3, 7, 0x7e, 0x7f), dtypes.fp8e5m2: ("fp8e5m2", 5, 2, 15, 0x7b, 0x7c)}
+
+def _fp8_from(name: str, src: str, ubits: int, fbits: int, fbias: int, m: int, bias: int, maxcode: int, infcode: int, qual: str) -> str:
+  """C for float or double -> fp8 code: round to nearest, ties to even, in integer arithmetic on src's bits (so it is
+  exact for double input too: no rounding to float32 first); a finite value past the largest finite saturates to it."""
+  u = "unsigned int" if ubits == 32 else "unsigned long long"
+  one = "1u" if ubits == 32 else "1ull"
+  emax = (maxcode >> m) - bias  # the exponent of the largest finite value
+  return f"""{qual} unsigned char {src}_to_{name}({'float' if ubits == 32 else 'double'} f) {{
+  {u} u; memcpy(&u, &f, sizeof(u));
+  unsigned char s = (unsigned char)((u >> {ubits - 8}) & 0x80u);
+  {u} mag = u & ~({one} << {ubits - 1}), inf = (({one} << {ubits - 1 - fbits}) - {one}) << {fbits};
+  if (mag > inf) return s | 0x7f;
+  if (mag == inf) return s | {infcode:#x};
+  int e = (int)(mag >> {fbits}) - {fbias};
+  {u} sig = mag & (({one} << {fbits}) - {one});
+  if (e == -{fbias}) e = {1 - fbias}; else sig |= {one} << {fbits};
+  if (e > {emax}) return s | {maxcode:#x};
+  int eb = e < {1 - bias} ? {1 - bias} : e, sh = {fbits - m} + eb - e;
+  if (sh > {fbits + 1}) return s;
+  {u} q = sig >> sh, rem = sig & (({one} << sh) - {one}), half = {one} << (sh - 1);
+  q += (rem > half || (rem == half && (q & 1))) ? 1 : 0;
+  {u} code = ((({u})(eb + {bias - 1})) << {m}) + q;
+  return s | (unsigned char)(code > {maxcode:#x} ? {maxcode:#x} : code);
+}}
+"""
+
+def fp8_source(qual: str) -> str:
+  """The fp8 conversion functions, each declared with qual ("static inline" in C, "__device__ inline" in CUDA)."""
+  out = "#ifndef FG_FP8\n#define FG_FP8\n"
+  for name, e, m, bias, maxcode, infcode in FP8_FORMATS.values():
+    special = f"e == {(1 << e) - 1} && m == {(1 << m) - 1}" if infcode == 0x7f else f"e == {(1 << e) - 1}"
+    inf = "0x7fc00000u" if infcode == 0x7f else "(m ? 0x7fc00000u : 0x7f800000u)"
+    out += f"""{qual} float {name}_to_f32(unsigned char x) {{
+  unsigned int s = ((unsigned int)x & 0x80u) << 24, e = ((unsigned int)x >> {m}) & {(1 << e) - 1}u, m = (unsigned int)x & {(1 << m) - 1}u, u;
+  float f;
+  if (e == 0) {{ f = (float)m * {2.0 ** (1 - bias - m)!r}f; return s ? -f : f; }}
+  u = {special} ? {inf} : ((e + {127 - bias}u) << 23) | (m << {23 - m});
+  u |= s;
+  memcpy(&f, &u, 4);
+  return f;
+}}
+"""
+    out += _fp8_from(name, "f32", 32, 23, 127, m, bias, maxcode, infcode, qual)
+    out += _fp8_from(name, "f64", 64, 52, 1023, m, bias, maxcode, infcode, qual)
+  return out + "#endif\n"
+
 INFIX = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.FDIV: "/", Ops.CMPLT: "<", Ops.CMPNE: "!=", Ops.CMPEQ: "==",
          Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
 # float math by C library name (declared in PRELUDE); float32 takes the "f" suffix (expf)
@@ -48,7 +98,11 @@ class CStyleRenderer(Renderer):
   pointer_qualifier: str = "restrict"
 
   # ---- expressions
+  fn_qualifier: str = "static inline"  # of the helper functions a kernel's source defines (fp8 conversions)
   def ctype(self, d: DType) -> str: return self.types[d.base]
+  def fp8_prelude(self, k: CKernel) -> str:
+    """The fp8 conversions, for a kernel with an fp8 value (most kernels have none: they are not parsed for nothing)."""
+    return fp8_source(self.fn_qualifier) if any(u.dtype.base in FP8S for u in k.uops) else ""
   def fn(self, name: str, d: DType) -> str: return name + ("f" if d != dtypes.float64 else "")
 
   def render_const(self, v, d: DType) -> str:
@@ -58,6 +112,7 @@ class CStyleRenderer(Renderer):
       suffix = {dtypes.int64: "ll", dtypes.uint64: "ull", dtypes.uint32: "u"}.get(d, "")
       return f"(({self.ctype(d)}){v}{suffix})" if not suffix else f"({v}{suffix})"
     if d == dtypes.bfloat16: return f"((unsigned short){float_to_bf16(v)})"
+    if d in FP8S: return f"((unsigned char){float_to_fp8(v, d)})"
     if math.isnan(v): s = "NAN"
     elif math.isinf(v): s = "INFINITY" if v > 0 else "(-INFINITY)"
     else: s = float.hex(float(v)) + ("f" if d != dtypes.float64 else "")
@@ -86,7 +141,11 @@ class CStyleRenderer(Renderer):
 
   def render_cast(self, x: str, src: DType, dst: DType) -> str:
     if src == dtypes.bfloat16: x, src = f"bf16_to_f32({x})", dtypes.float32
+    if src in FP8S: x, src = f"{FP8_FORMATS[src][0]}_to_f32({x})", dtypes.float32
     if dst == dtypes.bfloat16: return f"f32_to_bf16((float){x})"
+    # float64 is rounded to fp8 from its own bits (through float32 it would round twice); any other value is exact in
+    # float32 or past fp8's range (an int beyond 2**24 saturates either way)
+    if dst in FP8S: return f"f64_to_{FP8_FORMATS[dst][0]}({x})" if src == dtypes.float64 else f"f32_to_{FP8_FORMATS[dst][0]}((float)({x}))"
     if dst == dtypes.bool: return f"({x}!=0)"
     # a float to a narrow int goes through 64 bits: C leaves out-of-range conversions undefined, this wraps like torch
     if dtypes.is_float(src) and dtypes.is_int(dst) and dst.itemsize < 8: return f"(({self.ctype(dst)})(long long)({x}))"
@@ -99,7 +158,7 @@ class CStyleRenderer(Renderer):
     return f"{'' if written else 'const '}{self.ctype(g.dtype)}* {self.pointer_qualifier} data{g.arg}"
   def extra_params(self, k: CKernel) -> list[str]: return []
   def loop_bounds(self, k: CKernel, u: UOp) -> tuple[str, str]: return "0", k.r(u.src[0])
-  def kernel_prelude(self, k: CKernel) -> str: return self.prelude
+  def kernel_prelude(self, k: CKernel) -> str: return self.prelude + self.fp8_prelude(k)
   def render_kernel(self, k: CKernel, name: str, params: list[str]) -> str:
     return self.kernel_prelude(k) + f"{self.kernel_prefix}{name}({', '.join(params)}) {{\n" + "\n".join(k.lines) + "\n}\n"
   def render_loop(self, k: CKernel, u: UOp) -> bool:
@@ -329,7 +388,7 @@ class ClangRenderer(CStyleRenderer):
   def extra_params(self, k: CKernel) -> list[str]: return ["int core_id", "int n_cores"]
   def kernel_prelude(self, k: CKernel) -> str:
     widths = {w for loops in (k.vloops, k.vinner) for ws in loops.values() for w in ws}
-    return self.prelude + "".join(vector_prelude(w, bool(self.vector_math)) for w in sorted(widths))
+    return self.prelude + self.fp8_prelude(k) + "".join(vector_prelude(w, bool(self.vector_math)) for w in sorted(widths))
 
   def prepare(self, k: CKernel) -> None:
     uops, width = k.uops, 0 if NOOPT else self.simd_width  # NOOPT: plain scalar C

@@ -1,6 +1,6 @@
 """CUDA C, the C family's GPU dialect: a `__global__` kernel per program whose output loops codegen/gpu.py has
 lowered to thread indices (SPECIAL; shared memory and barriers for block reductions), compiled by NVRTC with no headers. float16 and
-bfloat16 are kept as their 16-bit words and converted with PTX instructions (half) or bit arithmetic (bfloat16), so
+bfloat16 are kept as their 16-bit words and converted with PTX instructions (half) or bit arithmetic (bfloat16, and fp8 bytes), so
 the arithmetic is float32's, as on the CPU."""
 from __future__ import annotations
 import dataclasses, struct
@@ -8,7 +8,7 @@ from fusegrad.dtype import DType, dtypes
 from fusegrad.uop.ops import Ops, UOp
 from fusegrad.uop.symbolic import _terms
 from fusegrad.renderer import ProgramSpec, TensorCores, launch_size
-from fusegrad.renderer.cstyle import C_TYPES, CKernel, CStyleRenderer
+from fusegrad.renderer.cstyle import C_TYPES, FP8_FORMATS, CKernel, CStyleRenderer
 
 # Where a lane's values sit in the tiles of PTX mma.sync.aligned.m16n8k16 with 16-bit floats (PTX ISA, "Matrix Fragments
 # for mma.m16n8k16 with floating point type"), from g = lane // 4 (groupID) and q = lane % 4 (threadID_in_group): 8
@@ -65,6 +65,7 @@ class CUDARenderer(CStyleRenderer):
   prelude = PRELUDE
   kernel_prefix = 'extern "C" __global__ void '
   pointer_qualifier = "__restrict__"
+  fn_qualifier = "__device__ inline"  # the fp8 conversions (cstyle.py's fp8_source): the C code, as device functions
   def __init__(self, device: str, arch: str = "sm_80"):
     super().__init__(device, **GPU_FACTS)
     self.arch = arch
@@ -75,7 +76,8 @@ class CUDARenderer(CStyleRenderer):
     return super().render_const(v, d)
 
   def render_cast(self, x: str, src: DType, dst: DType) -> str:
-    # a half word goes through float32 both ways, as the C renderer's _Float16 conversions do
+    # a half word goes through float32 both ways, as the C renderer's _Float16 conversions do; so does an fp8 byte
+    if src in FP8_FORMATS: x, src = f"{FP8_FORMATS[src][0]}_to_f32({x})", dtypes.float32
     if src == dtypes.float16: x, src = f"h2f({x})", dtypes.float32
     if dst == dtypes.float16: return f"f2h((float){x})"
     return super().render_cast(x, src, dst)

@@ -194,6 +194,7 @@ def loop_body(uops: list[UOp], rng: UOp) -> list[UOp]:
   end = next(i for i in range(start, len(uops)) if uops[i].op is Ops.ENDRANGE and uops[i].src[0] is rng)
   return uops[start + 1:end]
 
+# (bfloat16 and fp8 values are neither lanes nor vectors: a loop that loads, computes or stores one stays scalar C)
 def _is_lane(d) -> bool: return dtypes.is_int(d) or d == dtypes.bool
 
 def kinds(body: list[UOp], lane: UOp, half: bool = False) -> dict[UOp, str] | None:

@@ -1,7 +1,7 @@
 """The PYTHON device's 'source': the linear UOps themselves, turned into a list of small Python steps."""
 from __future__ import annotations
 import struct
-from fusegrad.dtype import dtypes, truncate, bf16_to_float, float_to_bf16
+from fusegrad.dtype import FP8S, dtypes, truncate, bf16_to_float, float_to_bf16, float_to_fp8, fp8_to_float
 from fusegrad.uop.ops import GroupOp, Ops, UOp, exec_alu
 from fusegrad.renderer import ProgramSpec, Renderer, estimate, kernel_name, launch_size
 
@@ -21,11 +21,12 @@ class PythonRenderer(Renderer):
     return ProgramSpec(name, src, uops, globals_, vars_, flops, mem, shape, global_size=grid, local_size=block)
 
 def bitcast(v, src, dst):
-  sf = "H" if src == dtypes.bfloat16 else src.fmt
-  df = "H" if dst == dtypes.bfloat16 else dst.fmt
-  if src == dtypes.bfloat16: v = float_to_bf16(v)
+  # bfloat16 and fp8 have no struct format: they go through their bits (words and bytes)
+  sf = "H" if src == dtypes.bfloat16 else "B" if src in FP8S else src.fmt
+  df = "H" if dst == dtypes.bfloat16 else "B" if dst in FP8S else dst.fmt
+  if src == dtypes.bfloat16 or src in FP8S: v = to_word(v, src)
   out = struct.unpack(df, struct.pack(sf, v))[0]
-  return bf16_to_float(out) if dst == dtypes.bfloat16 else out
+  return from_word(out, dst) if dst == dtypes.bfloat16 or dst in FP8S else out
 
 def cast(v, src, dst):
   if dtypes.is_float(src) and dtypes.is_int(dst):
@@ -36,11 +37,13 @@ def cast(v, src, dst):
 def from_word(v, dtype):
   if dtype == dtypes.bfloat16: return bf16_to_float(v)
   if dtype == dtypes.float16: return struct.unpack("e", struct.pack("H", v))[0]
+  if dtype in FP8S: return fp8_to_float(v, dtype)
   return v
 
 def to_word(v, dtype):
   if dtype == dtypes.bfloat16: return float_to_bf16(v)
   if dtype == dtypes.float16: return struct.unpack("H", struct.pack("e", v))[0]
+  if dtype in FP8S: return float_to_fp8(v, dtype)
   return v
 
 def run_python(uops: list[UOp], mems: list, var_vals: list[int]):

@@ -23,8 +23,8 @@ class PythonProgram:
     for u in self.spec.uops:
       if u.op is Ops.DEFINE_GLOBAL:
         d = u.dtype.base
-        # memoryview has no half or bfloat16 format: both are read as raw 16-bit words and converted per element
-        views[u.arg] = memoryview(mems[u.arg]).cast("H" if d in (dtypes.bfloat16, dtypes.float16) else d.fmt)
+        # memoryview has no half, bfloat16 or fp8 format: they are read as raw 16-bit words or bytes and converted per element
+        views[u.arg] = memoryview(mems[u.arg]).cast("H" if d in (dtypes.bfloat16, dtypes.float16) else "B" if d in dtypes.fp8s else d.fmt)
     if self.spec.global_size is None: return run_python(self.spec.uops, views, var_vals)
     # a GPU launch, one block at a time; a block's threads run in turns from barrier to barrier (run_thread yields at
     # each), so every one of them has stored before any reads the block's shared memory

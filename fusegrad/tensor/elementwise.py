@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def _fmath(x: Tensor, fn) -> Tensor:
   """Run fn in the tensor's float dtype; ints become the default float; half types compute in float32 and round back."""
   dt = x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float
-  if dt in (dtypes.float16, dtypes.bfloat16): return fn(x.cast(dtypes.float32)).cast(dt)
+  if dt in (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2): return fn(x.cast(dtypes.float32)).cast(dt)
   return fn(x.cast(dt))
 
 def _sgn(x: Tensor) -> Tensor:
@@ -455,7 +455,7 @@ class ElementwiseMixin(TensorMixin):
   def nan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
     """NaN -> nan, +inf -> posinf (default: the dtype's largest finite value), -inf -> neginf (default: its lowest)."""
     if not dtypes.is_float(self.dtype): return self
-    big = {dtypes.float16: 65504.0, dtypes.bfloat16: 3.3895313892515355e38, dtypes.float32: 3.4028234663852886e38, dtypes.float64: 1.7976931348623157e308}[self.dtype]
+    big = {dtypes.fp8e4m3: 448.0, dtypes.fp8e5m2: 57344.0, dtypes.float16: 65504.0, dtypes.bfloat16: 3.3895313892515355e38, dtypes.float32: 3.4028234663852886e38, dtypes.float64: 1.7976931348623157e308}[self.dtype]
     x = self.isnan().where(self.full_like(nan), self)
     x = (self == math.inf).where(self.full_like(big if posinf is None else posinf), x)
     return (self == -math.inf).where(self.full_like(-big if neginf is None else neginf), x)

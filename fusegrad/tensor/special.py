@@ -418,8 +418,8 @@ class SpecialMixin(TensorMixin):
     a, b = self._broadcasted(other)
     _float_only(a, "nextafter")
     a, b = a.detach(), b.detach()
-    ity = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[a.dtype.itemsize]
-    tiny = {dtypes.float16: 2.0 ** -24, dtypes.bfloat16: 2.0 ** -133, dtypes.float32: 2.0 ** -149, dtypes.float64: 2.0 ** -1074}[a.dtype]
+    ity = {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[a.dtype.itemsize]
+    tiny = {dtypes.fp8e4m3: 2.0 ** -9, dtypes.fp8e5m2: 2.0 ** -16, dtypes.float16: 2.0 ** -24, dtypes.bfloat16: 2.0 ** -133, dtypes.float32: 2.0 ** -149, dtypes.float64: 2.0 ** -1074}[a.dtype]
     bits = a.bitcast(ity)
     away = (b > a) == (a > 0)  # away from zero: the magnitude bits go up by one, in either sign
     out = (bits + away.where(1, -1).cast(ity)).bitcast(a.dtype)

@@ -6,7 +6,7 @@ indexing.py and nn.py. Every op builds UOps lazily; nothing runs until realize/n
 from __future__ import annotations
 import itertools, pathlib, struct, sys, threading, weakref
 from typing import Any
-from fusegrad.dtype import DType, dtypes, to_dtype, truncate, bf16_to_float
+from fusegrad.dtype import DType, dtypes, to_dtype, truncate, bf16_to_float, fp8_to_float
 from fusegrad.device import Buffer, canonicalize
 from fusegrad.helpers import KeyRef, TensorError, argsort, prod, TRAINING
 from fusegrad.uop.ops import GroupOp, Ops, UOp, Variable, sym_value
@@ -48,11 +48,14 @@ def _pack(values: list, dtype: DType) -> bytes:
   if dtype == dtypes.bfloat16:
     from fusegrad.dtype import float_to_bf16
     return struct.pack(f"{len(values)}H", *[float_to_bf16(float(v)) for v in values])
+  if dtype in dtypes.fp8s:
+    from fusegrad.dtype import float_to_fp8
+    return bytes(float_to_fp8(float(v), dtype) for v in values)
   return struct.pack(f"{len(values)}{dtype.fmt}", *[truncate(dtype, v) for v in values])
 
 def _numpy_dtype(d: DType):
   import numpy as np
-  return np.dtype(d.fmt) if d != dtypes.bfloat16 else np.dtype(np.uint16)
+  return np.dtype(d.fmt) if d != dtypes.bfloat16 else np.dtype(np.uint16)  # (fp8 is read as bytes: its own branch in numpy())
 
 # `with Tensor.train()` / `Tensor.inference_mode()` hold per thread (as torch's grad mode does), so two threads training
 # side by side do not switch each other's mode; `Tensor.training = x` outside such a block sets it for every thread.
@@ -544,13 +547,14 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     # memoryview has no bfloat16 format, and half ('e') only from Python 3.12: convert 16-bit words here
     if self.dtype == dtypes.bfloat16: return [bf16_to_float(v) for v in mv.cast("H")]
     if self.dtype == dtypes.float16: return list(struct.unpack(f"{self.numel()}e", mv))
+    if self.dtype in dtypes.fp8s: return [fp8_to_float(v, self.dtype) for v in mv.cast("B")]
     return mv.cast(self.dtype.fmt).tolist()
   def data(self) -> memoryview:
     if (c := self._concrete()) is not self: return c.data()
     buf = self._buffer()
     buf.aliased = True  # the caller may write through the view, which TinyJit's write stamps cannot see
     mv = buf.as_memoryview()
-    if self.dtype in (dtypes.bfloat16, dtypes.float16): raise TypeError(f"memoryview has no {self.dtype} format here; use .float().data() or .numpy()")
+    if self.dtype in (dtypes.bfloat16, dtypes.float16, *dtypes.fp8s): raise TypeError(f"memoryview has no {self.dtype} format here; use .float().data() or .numpy()")
     return mv.cast(self.dtype.fmt, self.shape) if self.numel() and self.shape else mv.cast(self.dtype.fmt)
   def tolist(self) -> Any:
     if (c := self._concrete()) is not self: return c.tolist()
@@ -568,6 +572,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     import numpy as np
     if (c := self._concrete()) is not self: return c.numpy()
     raw = bytes(self._buffer().as_memoryview())
+    if self.dtype in dtypes.fp8s:  # numpy has no fp8: float32 values (as bfloat16's), from a table of the 256 codes
+      return np.array([fp8_to_float(c, self.dtype) for c in range(256)], np.float32)[np.frombuffer(raw, np.uint8)].reshape(self.shape)
     arr = np.frombuffer(raw, dtype=_numpy_dtype(self.dtype)).reshape(self.shape).copy()
     if self.dtype == dtypes.bfloat16: arr = (arr.astype(np.uint32) << 16).view(np.float32)
     return arr

@@ -243,8 +243,8 @@ def sum_dtype(dt: DType) -> DType:
   return dt
 
 def wide_dtype(dt: DType) -> DType:
-  """16-bit floats accumulate in float32 and round once at the end (a float16 sum of 20,000 tens would overflow)."""
-  return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt
+  """16- and 8-bit floats accumulate in float32 and round once at the end (a float16 sum of 20,000 tens would overflow)."""
+  return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2) else dt
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   if len(shapes) == 2 and shapes[0] == shapes[1]: return tuple(shapes[0])  # the common case

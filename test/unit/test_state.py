@@ -185,7 +185,7 @@ def test_safe_load_corrupt(tmp_path, case):
   elif case == "huge_header": p.write_bytes(struct.pack("<Q", 1 << 40) + b"{}")
   elif case == "bad_json": p.write_bytes(struct.pack("<Q", 4) + b"{\"a\"")
   elif case == "not_object": _header_file(p, [1, 2])  # type: ignore[arg-type]
-  elif case == "bad_dtype": _header_file(p, {"a": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}}, b"\0")
+  elif case == "bad_dtype": _header_file(p, {"a": {"dtype": "F8_E8M0", "shape": [1], "data_offsets": [0, 1]}}, b"\0")
   elif case == "bad_size": _header_file(p, {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, b"\0" * 8)
   elif case == "past_end": _header_file(p, {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4)
   elif case == "overlap": _header_file(p, {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},

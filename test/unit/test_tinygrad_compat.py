@@ -148,7 +148,7 @@ class TestDTypes:
     from fusegrad.dtype import dtypes, DTYPES_DICT, DTypeLike, DType, to_dtype
     assert DTYPES_DICT["float"] is dtypes.float32 and DTYPES_DICT["half"] is dtypes.float16 and "void" not in DTYPES_DICT
     assert isinstance(dtypes.float, DTypeLike) and isinstance("float", DTypeLike) and to_dtype("long") is dtypes.int64
-    assert dtypes.bfloat16 in dtypes.floats and dtypes.uint8 in dtypes.ints and len(dtypes.all) == 13
+    assert dtypes.bfloat16 in dtypes.floats and dtypes.uint8 in dtypes.ints and len(dtypes.all) == 15
     assert dtypes.float.scalar() is dtypes.float and dtypes.float.count == 1 and isinstance(dtypes.int, DType)
 
 class TestDevice:
