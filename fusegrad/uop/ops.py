@@ -804,6 +804,11 @@ class OpBuilder:
     x = self.permute(*keep, *sorted(axes)).reshape(*(shape[i] for i in keep), groups, n_red // groups)
     # the partials get a kernel of their own, or they would fuse back into one
     partial = UOp(Ops.CONTIGUOUS, x.dtype, (UOp(Ops.REDUCE_AXIS, x.dtype, (x,), (op, (len(x.shape) - 1,))),))
+    if groups > REDUCE_GROUPS:  # many partials (a long float sum) are added in short runs too: one loop over thousands of
+      # them kept its precision only where the kernel's opts happened to split it (a 4e6-value mean was off by 25 under AVX2)
+      g = max(d for d in range(1, math.isqrt(groups) + 1) if groups % d == 0)
+      p = partial.reshape(*(shape[i] for i in keep), groups // g, g)
+      partial = UOp(Ops.CONTIGUOUS, p.dtype, (UOp(Ops.REDUCE_AXIS, p.dtype, (p,), (op, (len(p.shape) - 1,))),))
     return UOp(Ops.REDUCE_AXIS, x.dtype, (partial,), (op, (len(x.shape) - 2,))).reshape(tuple(1 if i in axes else s for i, s in enumerate(shape)))
   def _reduce(self, op: Ops, axis=None, keepdim: bool = False):
     axes = self._axes(axis)
