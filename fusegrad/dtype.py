@@ -90,11 +90,11 @@ class dtypes:
   @staticmethod
   def min(d: DType) -> Any:
     if dtypes.is_int(d): return 0 if dtypes.is_unsigned(d) else -2**(d.bitsize - 1)
-    return False if d == dtypes.bool else -math.inf
+    return False if d == dtypes.bool else -448.0 if d == dtypes.fp8e4m3 else -math.inf  # (E4M3 has no infinity: its largest finite)
   @staticmethod
   def max(d: DType) -> Any:
     if dtypes.is_int(d): return 2**d.bitsize - 1 if dtypes.is_unsigned(d) else 2**(d.bitsize - 1) - 1
-    return True if d == dtypes.bool else math.inf
+    return True if d == dtypes.bool else 448.0 if d == dtypes.fp8e4m3 else math.inf
   @staticmethod
   def finfo(d: DType) -> tuple[int, int]:
     """(exponent bits, mantissa bits) of a float dtype."""

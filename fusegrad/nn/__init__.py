@@ -82,9 +82,10 @@ class ConvTranspose2d(_ConvTransposeNd):
     super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, output_padding, groups, bias, dilation)
 
 def _filled(shape, value: float) -> Tensor:
-  """A parameter that starts as a constant, with a buffer of its own: equal lazy constants are one node, which backward()
-  gives no gradient (tinygrad's layers get one for their norm weights without an optimizer holding them)."""
-  return Tensor.full(shape, value).contiguous_leaf_()
+  """A parameter that starts as a constant, as a node of its own (its buffer made when it is first computed): equal lazy
+  constants are one node, which backward() gives no gradient (tinygrad's layers get one for their norm weights without
+  an optimizer holding them)."""
+  return Tensor.full(shape, value).contiguous_leaf_(realize=False)
 
 class BatchNorm:
   """Batch normalisation over dim 1 of (N, C, ...) inputs. Uses batch statistics (and updates running_mean/running_var in

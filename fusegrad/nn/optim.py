@@ -55,6 +55,7 @@ class LARS(Optimizer):
                pre_wd=True, tcoef=0.001, device=None, fused=False):
     super().__init__(params, lr, device, fused)
     if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
+    if isinstance(ns_steps, bool): raise TypeError("LARS's 5th argument is ns_steps (tinygrad 0.14's order); pass nesterov= by keyword")
     if nesterov and momentum <= 0: raise ValueError("Nesterov momentum needs momentum > 0")
     if ns_coefficients is not None and (bad := [p.shape for p in self.params if p.ndim == 0]):
       raise ValueError(f"Newton-Schulz (Muon) updates need parameters with at least one dim, got shapes {bad}")

@@ -205,7 +205,9 @@ class ElementwiseMixin(TensorMixin):
       raise RuntimeError(f"alpha={alpha}: for integral input tensors, alpha must not be a floating point number")
     return x * bool(alpha) if dt == dtypes.bool else x * alpha
   def add(self: Tensor, x, reverse: bool = False, alpha=None) -> Tensor:
-    # (reverse: tinygrad's signature; addition commutes, bool's "or" too)
+    # (reverse: tinygrad's signature; addition commutes, bool's "or" too. torch's alpha is keyword-only: a number in its
+    # place was taken for alpha before reverse existed, so it is refused rather than ignored)
+    if not isinstance(reverse, bool): raise TypeError(f"add(x, reverse): reverse must be a bool, got {reverse!r}; pass torch's alpha by keyword")
     if alpha is not None: x = self._scaled(x, alpha)
     return type(self)(self.uop.add(self._operand(x)))
   def sub(self: Tensor, x, reverse: bool = False, alpha=None) -> Tensor:
@@ -216,7 +218,8 @@ class ElementwiseMixin(TensorMixin):
     return type(self)(self.uop.div(self._operand(x), reverse, rounding_mode))
   def idiv(self: Tensor, x, reverse: bool = False) -> Tensor:
     """tinygrad's integer division: rounds toward zero (C's). `//` and floor_divide round down, as Python's and torch's."""
-    return self.div(x, reverse, rounding_mode="trunc")
+    if (out := self.div(x, reverse, rounding_mode="trunc")).dtype == dtypes.bool: raise DTypeError("integer division of bool tensors is not supported")
+    return out
   def mod(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.mod(self._operand(x), reverse))
   def fmod(self: Tensor, x) -> Tensor: return type(self)(self.uop.fmod(self._operand(x)))
   def pow(self: Tensor, x, reverse: bool = False) -> Tensor: return type(self)(self.uop.pow(self._operand(x), reverse))

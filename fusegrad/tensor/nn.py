@@ -292,7 +292,7 @@ class NNMixin(TensorMixin):
     n = len(k_)
     pads, extra = self._pool_pads(k_, s_, d_, padding, ceil_mode)
     allp = tuple(None for _ in self.shape[:-n]) + tuple((pb, pa + e) for (pb, pa), e in zip(pads, extra))
-    lo = -math.inf if dtypes.is_float(self.dtype) else dtypes.min(self.dtype)
+    lo = dtypes.min(self.dtype)  # (-inf for floats; E4M3 has none: its lowest finite)
     win = self.pad(allp, value=lo)._pool(k_, s_, d_)
     out = win.max(tuple(range(-n, 0)))
     if not return_indices: return out
@@ -337,7 +337,7 @@ class NNMixin(TensorMixin):
       rows = [[(oo * i) // o <= ii < -(-((oo + 1) * i) // o) for ii in range(i)] for oo in range(o)]
       mask = T(rows, device=self.device).reshape((o, i) + (1,) * (n - j - 1))
       xe = x.unsqueeze(a)
-      if is_max: x = mask.where(xe, -math.inf if dtypes.is_float(x.dtype) else dtypes.min(x.dtype)).max(a + 1)
+      if is_max: x = mask.where(xe, dtypes.min(x.dtype)).max(a + 1)
       else: x = mask.where(xe, 0.0).sum(a + 1) / T([sum(r) for r in rows], device=self.device, dtype=x.dtype).reshape((o,) + (1,) * (n - j - 1))
     return x
   def adaptive_avg_pool2d(self: Tensor, output_size) -> Tensor: return self._adaptive(output_size, False)

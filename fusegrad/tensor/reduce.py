@@ -91,7 +91,8 @@ class ReduceMixin(TensorMixin):
     # deviations' own sum removes the error the mean carries, which the squares would add as n * error**2 (the variance of
     # 4e6 samples of 1e6 + N(0, 1) was 1.77 under AVX2). Per-channel statistics (batchnorm) keep one pass: their kernels
     # add fewer values per output, and the extra reduction cost 5% of an MNIST step
-    if isinstance(n, int) and n >= REDUCE_GROUP_MIN and prod(self.shape) // n < REDUCE_GROUP_MAX_OUT: sq = sq - d.sum(axis, keepdim).square() / n
+    if isinstance(n, int) and n >= REDUCE_GROUP_MIN and isinstance(total := prod(self.shape), int) and total // n < REDUCE_GROUP_MAX_OUT:
+      sq = sq - d.sum(axis, keepdim).square() / n
     if isinstance(n, UOp): return sq.div((n - correction).maximum(0))  # a symbolic count: its value is known at launch
     return sq.div(max(0, n - correction)) if n - correction > 0 else sq * math.nan if n == 0 else sq.div(0)
   def var_mean(self: Tensor, axis=None, keepdim=False, correction=1, *, dim=None):

@@ -242,8 +242,15 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     requires grad other than through detach(), as in torch and tinygrad (else None). The internals ask for the tensor's
     own flag, `_requires_grad`: that is what makes a leaf (in-place rules, which tensors backward() fills)."""
     if (flag := self._requires_grad) is not None: return flag
-    leaves = _grad_leaf_uops()
-    return True if leaves and any(u in leaves for u in self._uop.toposort(lambda u: u.op is Ops.DETACH)) else None
+    if Tensor.no_grad: return False  # (torch's results under no_grad; for one made before, torch would say True)
+    if not (leaves := _grad_leaf_uops()): return None
+    stack, seen = [self._uop], set()  # depth first, done at the first leaf: the newest layer's weights are near the top
+    while stack:
+      if (u := stack.pop()) in leaves: return True
+      if u not in seen and u.op is not Ops.DETACH:
+        seen.add(u)
+        stack.extend(u.src)
+    return None
   @property
   def is_leaf(self) -> bool:
     """torch's: False only for an op's result that requires grad through its inputs (see requires_grad)."""
@@ -261,9 +268,11 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     self.requires_grad = requires_grad
     if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()
     return self
-  def contiguous_leaf_(self) -> Tensor:
-    """Give this tensor a buffer of its own (a unique node: equal lazy values would otherwise share one gradient)."""
-    self.uop = Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))).realize().uop
+  def contiguous_leaf_(self, realize: bool = True) -> Tensor:
+    """Give this tensor a buffer of its own (a unique node: equal lazy values would otherwise share one gradient), now or,
+    with realize=False, when it is first computed (a layer's constant-initialised weights: no kernel at build time)."""
+    leaf = Tensor(UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids))))
+    self.uop = (leaf.realize() if realize else leaf).uop
     return self
   def is_param_(self, is_param: bool = True) -> Tensor:
     """Mark whether this tensor is a trainable parameter (tinygrad): True also makes it require a gradient."""
@@ -311,8 +320,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
       return self
     with _realize_lock:
       if self._assign_into_slice(x.cast(self.dtype)) or self._write_through_view(x.cast(self.dtype)): return self
-    old, self.uop = self.uop, x.cast(self.dtype).uop
-    if buffers.buffer_view(old) is None: self._rebind_views(old)
+    self.uop = x.cast(self.dtype).uop
     # equal constants are one node: a tensor assigned one gets a node of its own (two parameters must not share a gradient)
     if self.uop.base.op is Ops.CONST: self.uop = UOp(Ops.CONTIGUOUS, self.dtype, (self.uop,), ("leaf", next(_leaf_ids)))
     _pending_assigns[id(self)] = weakref.ref(self)
@@ -386,12 +394,6 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if holder is None: return False
     return holder._assign_box({d: lo for d, ((lo, hi), n) in enumerate(zip(u.arg, h.shape)) if hi - lo != n}, value.reshape(u.shape))
 
-  def _rebind_views(self, old: UOp) -> None:
-    """self, a lazy value until now (`old`), was given a new value: the live views of old see it, as torch's views of
-    the tensor would (x = Tensor.zeros(3); v = x[1:]; x += 1 changes v). Values computed from old keep it."""
-    for t in _lazy_tensors(self):
-      if t.uop is not old and _is_view_of(t.uop, old): t.uop = t.uop.substitute({old: self.uop})
-
   def _write_through_view(self, value: Tensor) -> bool:
     """If self is a view (slice, transpose, flip, detach, ...) of data another tensor or a buffer holds, write value
     (self's full new value) into that data, as torch and tinygrad do, and return True. The base gets
@@ -429,9 +431,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if (b := buffers.buffer_view(lazy)) is None or not _is_view_of(lazy, b):
       # a lazy tensor (or one whose value is a cached result other tensors share) gets a buffer of its own now;
       # views made of its lazy value become views of that buffer
+      # (views made of its lazy value keep it: equal lazy values are one node, which other tensors may hold and view too)
       self.contiguous_leaf_()
-      for t in _lazy_tensors(self):
-        if t.uop is not lazy and _is_view_of(t.uop, lazy): t.uop = t.uop.substitute({lazy: self.uop})
     if self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or (base := buffers.buffer_view(self.uop)) is None or base.device != self.device or \
        base.device.startswith("DISK"): return False
     new = value.cast(self.dtype).contiguous()

@@ -246,7 +246,7 @@ def test_dtype_facts():
   assert dtypes.fp8s == (e4, e5) and all(d in dtypes.floats and d in dtypes.all and dtypes.is_float(d) for d in (e4, e5))
   assert not dtypes.is_int(e4) and not dtypes.is_unsigned(e5) and (e4.itemsize, e5.itemsize) == (1, 1) and e4.bitsize == 8
   assert dtypes.finfo(e4) == (4, 3) and dtypes.finfo(e5) == (5, 2)
-  assert (e4.min, e4.max, e5.min, e5.max) == (-math.inf, math.inf, -math.inf, math.inf)
+  assert (e4.min, e4.max, e5.min, e5.max) == (-448.0, 448.0, -math.inf, math.inf)  # (E4M3 has no infinity: its extremes are finite)
   assert (e4.name, e5.name, repr(e4), repr(e5)) == ("float8_e4m3", "float8_e5m2", "dtypes.fp8e4m3", "dtypes.fp8e5m2")
   assert DTYPES_DICT["float8_e4m3"] is e4 and dtypes.fields()["float8_e5m2"] is e5 and DTYPES_DICT["fp8e4m3"] is e4
   assert to_dtype("float8_e4m3") is e4 and to_dtype("float8_e4m3fn") is e4 and to_dtype("float8_e5m2") is e5 and to_dtype("fp8e5m2") is e5
@@ -414,3 +414,11 @@ def test_cuda_renders_fp8():
   try: ops_cuda.nvrtc_compile('extern "C" __global__ void probe(float* a) { a[0] = 1.0f; }')
   except RuntimeError: pytest.skip("no NVRTC here")
   for s in srcs: ops_cuda.nvrtc_compile(s)
+
+def test_e4m3_identities_are_finite():
+  """E4M3 has no infinity: a -inf identity or pad value became NaN (cummax gave 0s, a padded max_pool NaN borders)."""
+  x = Tensor([-3.0, -1.0, -2.0]).cast(dtypes.fp8e4m3)
+  assert x.cummax(0).values.tolist() == [-3.0, -1.0, -1.0] and x.cummax(0).indices.tolist() == [0, 1, 1]
+  assert x.max().item() == -1.0 and (-x).min().item() == 1.0
+  p = Tensor([[[[-3.0, -1.0], [-2.0, -4.0]]]]).cast(dtypes.fp8e4m3).max_pool2d(2, 1, padding=1)
+  assert p.tolist() == [[[[-3.0, -1.0, -1.0], [-2.0, -1.0, -1.0], [-2.0, -2.0, -4.0]]]]
