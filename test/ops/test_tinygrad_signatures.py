@@ -161,3 +161,19 @@ def test_jit_error_and_more_context_switches():
   with pytest.raises(JitError, match="inputs changed"): f(Tensor.ones(5).contiguous().realize())
   assert issubclass(JitError, ValueError)
   with Context(SPLIT_REDUCEOP=0, USE_ATOMICS=1): assert Tensor.ones(8).sum().item() == 8
+
+# ======================================================================== review follow-ups
+def test_review_follow_ups():
+  from fusegrad import GlobalCounters, Variable, nn
+  from fusegrad.nn import optim
+  i = Variable("i", 1, 10).bind(3)
+  assert Tensor.rand(10, 1 << 16)[:i].var(axis=1).shape[0].val == 3  # a symbolic dim beside the reduced one raised
+  with pytest.raises(TypeError, match="bool"): Tensor([True, False]).idiv(Tensor([True, True]))
+  with pytest.raises(TypeError, match="alpha by keyword"): Tensor([1.0, 2.0]).add(Tensor([1.0, 1.0]), 3)
+  with pytest.raises(TypeError, match="ns_steps"): optim.LARS([Tensor([1.0], requires_grad=True)], 0.1, 0.9, 1e-4, True)
+  a = Tensor([1.0, 2.0], requires_grad=True)
+  with Tensor.inference_mode(): assert (a * 2).requires_grad is False
+  assert (a * 2).requires_grad is True
+  GlobalCounters.reset()
+  layers = [nn.LayerNorm(k + 3) for k in range(5)]
+  assert GlobalCounters.kernel_count == 0 and len(layers) == 5  # a layer's constant weights run no kernel when it is built
