@@ -431,8 +431,13 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     if (b := buffers.buffer_view(lazy)) is None or not _is_view_of(lazy, b):
       # a lazy tensor (or one whose value is a cached result other tensors share) gets a buffer of its own now;
       # views made of its lazy value become views of that buffer
-      # (views made of its lazy value keep it: equal lazy values are one node, which other tensors may hold and view too)
+      # views made of its lazy value become views of that buffer; not when another live tensor holds the same node (equal
+      # lazy values are one node: x = Tensor.zeros(3); z = Tensor.zeros(3); v = z[1:]; x[1] = 5 changed v)
+      others = _lazy_tensors(self)
       self.contiguous_leaf_()
+      if not any(t.uop is lazy for t in others):
+        for t in others:
+          if _is_view_of(t.uop, lazy): t.uop = t.uop.substitute({lazy: self.uop})
     if self.uop.op not in (Ops.BUFFER, Ops.RESHAPE) or (base := buffers.buffer_view(self.uop)) is None or base.device != self.device or \
        base.device.startswith("DISK"): return False
     new = value.cast(self.dtype).contiguous()
