@@ -108,6 +108,8 @@ UINTS = (dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64)
 INTS = SINTS + UINTS
 FP8S = (dtypes.fp8e4m3, dtypes.fp8e5m2)
 FLOATS = FP8S + (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
+# the floats whose math runs in float32, each result rounded back (as torch does for float16 and bfloat16)
+LOW_FLOATS = (dtypes.float16, dtypes.bfloat16) + FP8S
 ALL_DTYPES = (dtypes.bool,) + INTS + FLOATS
 # sets for the membership tests above: scalar dtypes hash by identity, so a lookup is one hash instead of a scan
 _INT_SET, _UINT_SET, _FLOAT_SET = frozenset(INTS), frozenset(UINTS), frozenset(FLOATS)

@@ -4,7 +4,7 @@ Each node is placed in the innermost loop among the ranges it depends on, so loo
 for free and every node is computed once (CSE comes from hash-consing)."""
 from __future__ import annotations
 from dataclasses import dataclass, field
-from fusegrad.dtype import dtypes
+from fusegrad.dtype import LOW_FLOATS, dtypes
 from fusegrad.uop.ops import GroupOp, Ops, UOp
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 from fusegrad.uop.symbolic import conjuncts, symbolic
@@ -14,7 +14,6 @@ from fusegrad.codegen.gpu import to_threads
 from fusegrad.helpers import NOOPT
 from fusegrad.renderer import Renderer
 
-LOW_FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
 
 def _compute_in_float(x: UOp) -> UOp | None:
   # PyTorch computes half/bfloat16 (and fp8) math in float32 and rounds each result; so do we

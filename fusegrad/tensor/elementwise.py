@@ -8,7 +8,7 @@ import math
 from functools import partial
 from typing import TYPE_CHECKING, Any
 from fusegrad import buffers
-from fusegrad.dtype import DType, dtypes, result_dtype, to_dtype, truncate, category
+from fusegrad.dtype import LOW_FLOATS, DType, dtypes, result_dtype, to_dtype, truncate, category
 from fusegrad.gradient import with_derivative
 from fusegrad.helpers import DTypeError, TensorError
 from fusegrad.uop.ops import _FLOAT_DTYPES, DERIVATIVE, Ops, UOp, _elementwise, promote_types, wide_dtype
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def _fmath(x: Tensor, fn) -> Tensor:
   """Run fn in the tensor's float dtype; ints become the default float; half types compute in float32 and round back."""
   dt = x.dtype if dtypes.is_float(x.dtype) else dtypes.default_float
-  if dt in (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2): return fn(x.cast(dtypes.float32)).cast(dt)
+  if dt in LOW_FLOATS: return fn(x.cast(dtypes.float32)).cast(dt)
   return fn(x.cast(dt))
 
 def _sgn(x: Tensor) -> Tensor:

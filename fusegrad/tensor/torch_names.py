@@ -169,11 +169,8 @@ class TorchNamesMixin(TensorMixin):
   def ndimension(self: Tensor) -> int: return self.ndim
   def fix(self: Tensor) -> Tensor: return self.trunc()
   def sgn(self: Tensor) -> Tensor: return self.sign()  # (torch's sgn differs from sign for complex numbers only)
-  def deg2rad(self: Tensor) -> Tensor: return self._float_math() * (math.pi / 180)
-  def rad2deg(self: Tensor) -> Tensor: return self._float_math() * (180 / math.pi)
-  def _float_math(self: Tensor) -> Tensor:
-    """self in a float dtype: bool and ints become the default float, as torch's float functions take them."""
-    return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+  def deg2rad(self: Tensor) -> Tensor: return self._float() * (math.pi / 180)
+  def rad2deg(self: Tensor) -> Tensor: return self._float() * (180 / math.pi)
   def split_with_sizes(self: Tensor, split_sizes: Sequence[int], dim: int = 0) -> list[Tensor]:
     if not isinstance(split_sizes, (list, tuple)):
       raise TypeError(f"split_with_sizes(): split_sizes must be a list or tuple of ints, not {type(split_sizes).__name__}")

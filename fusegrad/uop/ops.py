@@ -3,7 +3,7 @@ from __future__ import annotations
 import math, struct
 from enum import Enum, auto
 from typing import Any, Callable
-from fusegrad.dtype import FLOATS, DType, dtypes, category, least_upper_dtype, result_dtype, truncate
+from fusegrad.dtype import FLOATS, LOW_FLOATS, DType, dtypes, category, least_upper_dtype, result_dtype, truncate
 from fusegrad.helpers import DTypeError, KeyRef, TensorError, WeakValueCache, cached_property, prod
 
 class Ops(Enum):
@@ -244,7 +244,7 @@ def sum_dtype(dt: DType) -> DType:
 
 def wide_dtype(dt: DType) -> DType:
   """16- and 8-bit floats accumulate in float32 and round once at the end (a float16 sum of 20,000 tens would overflow)."""
-  return dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2) else dt
+  return dtypes.float32 if dt in LOW_FLOATS else dt
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
   if len(shapes) == 2 and shapes[0] == shapes[1]: return tuple(shapes[0])  # the common case

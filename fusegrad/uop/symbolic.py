@@ -1,7 +1,7 @@
 """Simplification of integer index arithmetic (and safe constant folding) with value bounds."""
 from __future__ import annotations
 import math
-from fusegrad.dtype import dtypes
+from fusegrad.dtype import LOW_FLOATS, dtypes
 from fusegrad.uop.ops import GroupOp, Ops, UOp, exec_alu
 from fusegrad.uop.pattern import PatternMatcher, UPat, graph_rewrite
 
@@ -11,7 +11,7 @@ def fold_constants(a: UOp) -> UOp | None:
   if a.op in GroupOp.ALU and all(s.op is Ops.CONST for s in a.src):
     # transcendentals are left to the device so folded and computed values agree bit for bit
     if dtypes.is_float(a.dtype) and a.op not in {Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.NEG, Ops.WHERE}: return None
-    if a.dtype in (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2): return None  # (computed in float32, rounded once)
+    if a.dtype in LOW_FLOATS: return None  # (computed in float32, rounded once)
     return UOp.const(a.dtype, exec_alu(a.op, a.dtype, [s.arg for s in a.src]))
   if a.op is Ops.CAST and a.src[0].op is Ops.CONST and a.dtype != dtypes.bfloat16: return UOp.const(a.dtype, a.src[0].arg)
   return None
