@@ -27,51 +27,16 @@ class Walk:
     self.order, self.ins, self.in_uops, self.binds, self.saw_realized = [], {}, {}, {}, False
     self.windows: dict[tuple, int] = {}  # (buffer, start, span) -> its number
     key: list = [EXPAND_COST_LIMIT, permuted]
-    refs: dict[UOp, int] = {}  # node -> its entry in key
-    seen: set[UOp] = set()
-    # a None on the stack means "the node under it has all its sources done"; sources are pushed even when already
-    # seen and skipped when popped, which gives toposort's order without a filtering generator per node
-    stack: list = [sink]
-    order, binds, ok, pop, push = self.order, self.binds, True, stack.pop, stack.append
-    BUFFER, BIND, CONST, COPY, SHRINK = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY, Ops.SHRINK
-    while stack:
-      u = pop()
-      if u is not None:
-        if u in seen: continue
-        seen.add(u)
-        if (op := u.op) is not BUFFER and REALIZED not in u.__dict__:  # is_realized, inlined
-          push(u); push(None)
-          # a bound value is not walked (it is not part of the key); the order then lacks it, see `order_ok`
-          if op is BIND: push(u.src[0])
-          else: stack += u.src[::-1]
-          continue
-        # a stop node: toposort appends it right away
-        order.append(u)
-        if ok:
-          ent = self._input(u) if u.op is BUFFER else self._realized(realized_view(u))
-          if ent is None: ok = False
-          else: refs[u] = len(key); key.append(ent)
-        continue
-      u = pop()
-      order.append(u)
-      if not ok: continue
-      op = u.op
-      # a device transfer is rare in a step and has its own item kind: not worth keying
-      if op is COPY: ok = False; continue
-      if op is BIND:
-        binds.setdefault(u, len(binds))
-        ent: tuple = (op._value_, u.dtype, refs[u.src[0]])
-      elif op is SHRINK and (win := self._window(u)) is not None:
-        ent = (op._value_, u.dtype, tuple([e - b for b, e in u.arg]), refs[u.src[0]], self.windows.setdefault(win, len(self.windows)))
-      else:
-        # (one and two sources, most nodes, without a list comprehension's call)
-        src = u.src
-        at = (refs[src[0]],) if len(src) == 1 else (refs[src[0]], refs[src[1]]) if len(src) == 2 else tuple([refs[s] for s in src])
-        # Enum hashing runs Python code, so ops key as their int value; constants key as exact bits (0.0 == -0.0)
-        ent = (op._value_, u.dtype, self._const_key(u.arg) if op is CONST else u.arg, at)
-      refs[u] = len(key)
-      key.append(ent)
-    self.key = tuple(key) if ok else None
+    self.key = tuple(key) if _walk(self, sink, key) else None
+
+  def _stop(self, u: UOp) -> tuple | None:
+    """The entry of a node the walk stops at: an input BUFFER or an already-realized node."""
+    return self._input(u) if u.op is Ops.BUFFER else self._realized(realized_view(u))
+
+  def _shrink(self, u: UOp, refs: dict) -> tuple | None:
+    """The entry of a SHRINK that is a window of an input (its sizes and window number, not its start), else None."""
+    if (win := self._window(u)) is None: return None
+    return (u.op._value_, u.dtype, tuple([e - b for b, e in u.arg]), refs[u.src[0]], self.windows.setdefault(win, len(self.windows)))
 
   @staticmethod
   def _window(u: UOp) -> tuple | None:
@@ -104,6 +69,53 @@ class Walk:
     if view.op is Ops.BUFFER: return self._input(view)
     srcs = tuple(self._realized(s) for s in view.src)
     return None if None in srcs else (view.op._value_, view.dtype, view.arg, srcs)
+
+def _walk(w: Walk, sink: UOp, key: list) -> bool:
+  """Walk's one pass: appends the scheduler's toposort to w.order and one entry per node to key (a list holding the key's
+  header), numbers w.binds; False where the graph cannot be keyed. (fusegrad.native replaces it with its C version.)"""
+  refs: dict[UOp, int] = {}  # node -> its entry in key
+  seen: set[UOp] = set()
+  # a None on the stack means "the node under it has all its sources done"; sources are pushed even when already
+  # seen and skipped when popped, which gives toposort's order without a filtering generator per node
+  stack: list = [sink]
+  order, binds, ok, pop, push = w.order, w.binds, True, stack.pop, stack.append
+  BUFFER, BIND, CONST, COPY, SHRINK = Ops.BUFFER, Ops.BIND, Ops.CONST, Ops.COPY, Ops.SHRINK
+  while stack:
+    u = pop()
+    if u is not None:
+      if u in seen: continue
+      seen.add(u)
+      if (op := u.op) is not BUFFER and REALIZED not in u.__dict__:  # is_realized, inlined
+        push(u); push(None)
+        # a bound value is not walked (it is not part of the key); the order then lacks it, see `order_ok`
+        if op is BIND: push(u.src[0])
+        else: stack += u.src[::-1]
+        continue
+      # a stop node: toposort appends it right away
+      order.append(u)
+      if ok:
+        if (ent := w._stop(u)) is None: ok = False
+        else: refs[u] = len(key); key.append(ent)
+      continue
+    u = pop()
+    order.append(u)
+    if not ok: continue
+    op = u.op
+    # a device transfer is rare in a step and has its own item kind: not worth keying
+    if op is COPY: ok = False; continue
+    if op is BIND:
+      binds.setdefault(u, len(binds))
+      ent: tuple = (op._value_, u.dtype, refs[u.src[0]])
+    elif op is SHRINK and (ent := w._shrink(u, refs)) is not None: pass
+    else:
+      # (one and two sources, most nodes, without a list comprehension's call)
+      src = u.src
+      at = (refs[src[0]],) if len(src) == 1 else (refs[src[0]], refs[src[1]]) if len(src) == 2 else tuple([refs[s] for s in src])
+      # Enum hashing runs Python code, so ops key as their int value; constants key as exact bits (0.0 == -0.0)
+      ent = (op._value_, u.dtype, Walk._const_key(u.arg) if op is CONST else u.arg, at)
+    refs[u] = len(key)
+    key.append(ent)
+  return ok
 
 class Template:
   """A cached schedule with its buffers as slots: inputs first (in Walk's order), then one per distinct buffer the

@@ -80,6 +80,12 @@ def _clamp_vjp(lo, hi, g: UOp, x: UOp, needs) -> tuple:
   inside = x >= lo if hi is None else x <= hi if lo is None else (x >= lo) & (x <= hi)
   return (inside.where(g, 0),)
 
+def _fast_binary(self: Tensor, op: Ops, x, reverse: bool = False) -> Tensor | None:
+  """self op x through OpBuilder._fast_alu when x is a Python number or a tensor of self's class (eager code's commonest
+  operands), else None. (fusegrad.native replaces it with its C version.)"""
+  if type(x) is type(self): x = x._uop
+  return None if (u := self._uop._fast_alu(op, x, reverse)) is None else type(self)(u)
+
 class ElementwiseMixin(TensorMixin):
   # ---------------- building blocks: the nodes come from UOp's builders (OpBuilder, uop/ops.py), which the derivative
   # rules use too; Tensor turns its arguments into what they take and wraps the result
@@ -280,9 +286,9 @@ class ElementwiseMixin(TensorMixin):
       return self + diff * w if abs(w) < 0.5 else end - diff * truncate(math_dt, 1 - w)
     return (weight.abs() < 0.5).where(self + diff * weight, end - diff * (1 - weight))
   def __lt__(self: Tensor, x) -> Tensor:
-    return t if (t := self._fast_binary(Ops.CMPLT, x)) is not None else type(self)(self.uop.__lt__(self._operand(x)))
+    return t if (t := _fast_binary(self, Ops.CMPLT, x)) is not None else type(self)(self.uop.__lt__(self._operand(x)))
   def __gt__(self: Tensor, x) -> Tensor:
-    return t if (t := self._fast_binary(Ops.CMPLT, x, True)) is not None else type(self)(self.uop.__gt__(self._operand(x)))
+    return t if (t := _fast_binary(self, Ops.CMPLT, x, True)) is not None else type(self)(self.uop.__gt__(self._operand(x)))
   def __le__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__le__(self._operand(x)))
   def __ge__(self: Tensor, x) -> Tensor: return type(self)(self.uop.__ge__(self._operand(x)))
   def __eq__(self: Tensor, x) -> Tensor: return type(self)(self.uop.eq(self._operand(x)))  # type: ignore[override]
@@ -315,19 +321,14 @@ class ElementwiseMixin(TensorMixin):
   # tinygrad spells the bitwise-not dunder and a few aliases differently; keep both spellings available
   xor = bitwise_xor
   __neg__ = neg
-  def _fast_binary(self: Tensor, op: Ops, x, reverse: bool = False) -> Tensor | None:
-    """self op x through OpBuilder._fast_alu when x is a Python number or a tensor of self's class (eager code's commonest
-    operands), else None."""
-    if type(x) is type(self): x = x._uop
-    return None if (u := self._uop._fast_alu(op, x, reverse)) is None else type(self)(u)
-  def __add__(self: Tensor, x): return t if (t := self._fast_binary(Ops.ADD, x)) is not None else self.add(x)
-  def __radd__(self: Tensor, x): return t if (t := self._fast_binary(Ops.ADD, x)) is not None else self.add(x)
-  def __sub__(self: Tensor, x): return t if (t := self._fast_binary(Ops.SUB, x)) is not None else self.sub(x)
-  def __rsub__(self: Tensor, x): return t if (t := self._fast_binary(Ops.SUB, x, True)) is not None else self.sub(x, reverse=True)
-  def __mul__(self: Tensor, x): return t if (t := self._fast_binary(Ops.MUL, x)) is not None else self.mul(x)
-  def __rmul__(self: Tensor, x): return t if (t := self._fast_binary(Ops.MUL, x, True)) is not None else self.mul(x, reverse=True)
-  def __truediv__(self: Tensor, x): return t if (t := self._fast_binary(Ops.FDIV, x)) is not None else self.div(x)
-  def __rtruediv__(self: Tensor, x): return t if (t := self._fast_binary(Ops.FDIV, x, True)) is not None else self.div(x, reverse=True)
+  def __add__(self: Tensor, x): return t if (t := _fast_binary(self, Ops.ADD, x)) is not None else self.add(x)
+  def __radd__(self: Tensor, x): return t if (t := _fast_binary(self, Ops.ADD, x)) is not None else self.add(x)
+  def __sub__(self: Tensor, x): return t if (t := _fast_binary(self, Ops.SUB, x)) is not None else self.sub(x)
+  def __rsub__(self: Tensor, x): return t if (t := _fast_binary(self, Ops.SUB, x, True)) is not None else self.sub(x, reverse=True)
+  def __mul__(self: Tensor, x): return t if (t := _fast_binary(self, Ops.MUL, x)) is not None else self.mul(x)
+  def __rmul__(self: Tensor, x): return t if (t := _fast_binary(self, Ops.MUL, x, True)) is not None else self.mul(x, reverse=True)
+  def __truediv__(self: Tensor, x): return t if (t := _fast_binary(self, Ops.FDIV, x)) is not None else self.div(x)
+  def __rtruediv__(self: Tensor, x): return t if (t := _fast_binary(self, Ops.FDIV, x, True)) is not None else self.div(x, reverse=True)
   def __floordiv__(self: Tensor, x): return type(self)(self.uop.idiv(self._operand(x)))
   def __rfloordiv__(self: Tensor, x): return type(self)(self.uop.idiv(self._operand(x), True))
   def __mod__(self: Tensor, x): return self.mod(x)

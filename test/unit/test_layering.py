@@ -23,6 +23,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
   ("engine", ("fusegrad.engine", "fusegrad.engine.realize", "fusegrad.engine.rng")),
   ("gradient", ("fusegrad.gradient",)),
   ("tensor", ("fusegrad.tensor", "fusegrad.tensor_*", "fusegrad.tensor.*")),
+  # the C versions of eager hot paths, swapped in for Python functions of uop, schedule and tensor
+  ("native", ("fusegrad.native",)),
   # TinyJit captures and replays functions of Tensors, so it sits above tensor (which only reports captures through
   # engine/realize.py's hook); it keeps tinygrad's path, fusegrad/engine/jit.py
   ("jit", ("fusegrad.engine.jit",)),

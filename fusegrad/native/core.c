@@ -1,0 +1,520 @@
+/* fusegrad's native core: the hottest loops of eager graph building in C, each the exact equivalent of a Python
+   function that stays in the package (and runs where this module cannot be built). Which Python function each one
+   replaces is named above it; fusegrad/native/__init__.py builds and installs them, and test/unit/test_native.py checks
+   that both give the same results.
+
+   Every object this module needs from Python is handed over once by setup(): it imports nothing of fusegrad. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+/* set by setup() */
+static PyObject *UOp, *Tensor, *KeyRef, *TensorRef, *ucache_refs, *ucache_forget, *INTS, *void_dtype, *op_values;
+static PyObject *BUFFER, *RESHAPE, *BIND, *CONST, *COPY, *SHRINK, *REALIZED, *float_dtypes, *comparisons, *consts, *bool_dtype;
+static PyObject *lazy, *tensor_unregister, *tensor_const;
+/* interned attribute names and the empty tuple */
+static PyObject *s_op, *s_dtype, *s_src, *s_arg, *s_key, *s_group, *s_uop, *s_ref, *s_shape, *s_vshape, *s_device,
+                *s_tensor_level, *s_stop, *s_shrink, *s_binds, *s_order, *empty_tuple;
+
+/* ---- hash-consing: UOpMeta.__call__ and _arg_key (ops.py) */
+
+/* _arg_key: a hashable key for a node's arg in which 1, 1.0 and True (and 0.0, -0.0) differ */
+static PyObject *arg_key(PyObject *arg) {
+  if (arg == Py_None) return Py_NewRef(Py_None);
+  if (PyTuple_Check(arg)) {
+    Py_ssize_t n = PyTuple_GET_SIZE(arg);
+    int plain = 1;
+    for (Py_ssize_t i = 0; i < n && plain; i++) plain = PyLong_CheckExact(PyTuple_GET_ITEM(arg, i));
+    if (plain) {
+      PyObject *t = PyTuple_CheckExact(arg) ? Py_NewRef(arg) : PySequence_Tuple(arg);
+      if (!t) return NULL;
+      PyObject *ret = PyTuple_Pack(2, INTS, t);
+      Py_DECREF(t);
+      return ret;
+    }
+    PyObject *ret = PyTuple_New(n);
+    if (!ret) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *k = arg_key(PyTuple_GET_ITEM(arg, i));
+      if (!k) { Py_DECREF(ret); return NULL; }
+      PyTuple_SET_ITEM(ret, i, k);
+    }
+    return ret;
+  }
+  if (PyFloat_Check(arg)) {  /* struct.pack("d", arg): the exact bits, native order */
+    double v = PyFloat_AsDouble(arg);
+    if (v == -1.0 && PyErr_Occurred()) return NULL;
+    PyObject *bits = PyBytes_FromStringAndSize((const char *)&v, sizeof v);
+    if (!bits) return NULL;
+    PyObject *ret = PyTuple_Pack(2, (PyObject *)&PyFloat_Type, bits);
+    Py_DECREF(bits);
+    return ret;
+  }
+  if (PyLong_Check(arg)) return PyTuple_Pack(2, (PyObject *)Py_TYPE(arg), arg);
+  return Py_NewRef(arg);
+}
+
+static PyObject *py_arg_key(PyObject *self, PyObject *arg) { return arg_key(arg); }
+
+/* the node for (op, dtype, src, arg): the live one if there is one, else a new one filed weakly in the cache */
+static PyObject *uop_get(PyObject *op, PyObject *dtype, PyObject *src, PyObject *arg) {
+  PyObject *ak = arg_key(arg);
+  if (!ak) return NULL;
+  PyObject *key = PyTuple_Pack(4, op, dtype, src, ak);
+  Py_DECREF(ak);
+  if (!key) return NULL;
+  PyObject *ref = PyDict_GetItemWithError(ucache_refs, key);  /* borrowed */
+  if (ref) {
+    PyObject *live = PyWeakref_GET_OBJECT(ref);
+    if (live != Py_None) { Py_DECREF(key); return Py_NewRef(live); }
+  } else if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+  PyObject *ret = ((PyTypeObject *)UOp)->tp_new((PyTypeObject *)UOp, empty_tuple, NULL);
+  if (!ret) { Py_DECREF(key); return NULL; }
+  if (PyObject_SetAttr(ret, s_op, op) || PyObject_SetAttr(ret, s_dtype, dtype) || PyObject_SetAttr(ret, s_src, src) ||
+      PyObject_SetAttr(ret, s_arg, arg)) goto fail;
+  ref = PyObject_CallFunctionObjArgs(KeyRef, ret, ucache_forget, NULL);
+  if (!ref) goto fail;
+  if (PyObject_SetAttr(ref, s_key, key) || PyDict_SetItem(ucache_refs, key, ref)) { Py_DECREF(ref); goto fail; }
+  Py_DECREF(ref);
+  Py_DECREF(key);
+  return ret;
+fail:
+  Py_DECREF(key);
+  Py_DECREF(ret);
+  return NULL;
+}
+
+/* UOpMeta.__call__(cls, op, dtype=dtypes.void, src=(), arg=None), installed as the metaclass's __call__ (a builtin
+   is not bound, so cls is not passed: it is always UOp) */
+static PyObject *uop_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  PyObject *v[4] = {NULL, void_dtype, empty_tuple, Py_None};
+  static const char *names[4] = {"op", "dtype", "src", "arg"};
+  if (nargs > 4) return PyErr_Format(PyExc_TypeError, "UOp() takes at most 4 arguments (%zd given)", nargs);
+  for (Py_ssize_t i = 0; i < nargs; i++) v[i] = args[i];
+  Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nk; k++) {
+    int j = 0;
+    while (j < 4 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), names[j]) != 0) j++;
+    if (j == 4) return PyErr_Format(PyExc_TypeError, "UOp() got an unexpected keyword argument '%U'", PyTuple_GET_ITEM(kwnames, k));
+    if (j < nargs) return PyErr_Format(PyExc_TypeError, "UOp() got multiple values for argument '%s'", names[j]);
+    v[j] = args[nargs + k];
+  }
+  if (!v[0]) return PyErr_Format(PyExc_TypeError, "UOp() missing required argument 'op'");
+  return uop_get(v[0], v[1], v[2], v[3]);
+}
+
+/* WeakValueCache._forget for the node cache, and _unregister (tensor.py) for the live-tensor registry: a dead value's
+   reference leaves its dict, unless the key was rebuilt with a new value meanwhile */
+static int drop_ref(PyObject *group, PyObject *ref) {
+  PyObject *key = PyObject_GetAttr(ref, s_key);
+  if (!key) return -1;
+  PyObject *cur = PyDict_GetItemWithError(group, key);
+  int rc = (cur == ref) ? PyDict_DelItem(group, key) : (PyErr_Occurred() ? -1 : 0);
+  Py_DECREF(key);
+  return rc;
+}
+static PyObject *forget(PyObject *self, PyObject *ref) {
+  if (drop_ref(ucache_refs, ref)) return NULL;
+  Py_RETURN_NONE;
+}
+static PyObject *unregister(PyObject *self, PyObject *ref) {
+  PyObject *group = PyObject_GetAttr(ref, s_group);
+  if (!group) return NULL;
+  int rc = group == Py_None ? 0 : drop_ref(group, ref);
+  Py_DECREF(group);
+  if (rc) return NULL;
+  Py_RETURN_NONE;
+}
+
+/* ---- eager elementwise ops: Tensor._fast_binary, OpBuilder._fast_alu and _elementwise (tensor/elementwise.py, ops.py) */
+
+static PyObject *node_dict(PyObject *u) { return PyObject_GenericGetDict(u, NULL); }  /* new reference */
+
+/* _elementwise's facts: a new node's shape, vshape, device and tensor_level are its sources', set unless already set */
+static int set_facts(PyObject *u, PyObject *shape, PyObject *device) {
+  PyObject *d = node_dict(u);
+  if (!d) return -1;
+  int has = PyDict_Contains(d, s_shape);
+  int rc = has < 0 || (!has && (PyDict_SetItem(d, s_shape, shape) || PyDict_SetItem(d, s_vshape, shape) ||
+                                 PyDict_SetItem(d, s_device, device) || PyDict_SetItem(d, s_tensor_level, Py_True)));
+  Py_DECREF(d);
+  return rc ? -1 : 0;
+}
+
+/* ops._elementwise(op, dtype, src, shape, device) */
+static PyObject *elementwise(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 5) return PyErr_Format(PyExc_TypeError, "_elementwise takes 5 arguments");
+  PyObject *u = uop_get(args[0], args[1], args[2], Py_None);
+  if (u && set_facts(u, args[3], args[4])) Py_CLEAR(u);
+  return u;
+}
+
+/* Does the scalar v key tensor_const's memo as itself (Python's `v and v == v`: not 0, -0.0, NaN or False)? -1: error */
+static int keys_as_itself(PyObject *v) {
+  if (PyFloat_CheckExact(v)) { double d = PyFloat_AS_DOUBLE(v); return d != 0 && d == d; }
+  if (PyLong_CheckExact(v)) return PyObject_IsTrue(v);
+  int truth = PyObject_IsTrue(v);
+  if (truth <= 0) return truth;
+  PyObject *eq = PyObject_RichCompare(v, v, Py_EQ);  /* (not RichCompareBool, which takes a NaN object as equal to itself) */
+  if (!eq) return -1;
+  truth = PyObject_IsTrue(eq);
+  Py_DECREF(eq);
+  return truth;
+}
+
+/* the memo's node for (value, dtype, device, shape), borrowed, or NULL (a miss, or an error if PyErr_Occurred) */
+static PyObject *const_memo(PyObject *value, PyObject *dtype, PyObject *device, PyObject *shape) {
+  int plain = keys_as_itself(value);
+  if (plain <= 0) return NULL;
+  PyObject *key = PyTuple_Pack(5, (PyObject *)Py_TYPE(value), value, dtype, device, shape);
+  if (!key) return NULL;
+  PyObject *c = PyDict_GetItemWithError(consts, key);
+  Py_DECREF(key);
+  return c;
+}
+
+/* OpBuilder.tensor_const(value, dtype, device, shape): the memo's node, else the Python function's */
+static PyObject *py_tensor_const(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 4) return PyErr_Format(PyExc_TypeError, "tensor_const takes 4 arguments");
+  PyObject *c = const_memo(args[0], args[1], args[2], args[3]);
+  if (c) return Py_NewRef(c);
+  if (PyErr_Occurred()) return NULL;
+  return PyObject_Vectorcall(tensor_const, args, 4, NULL);
+}
+
+/* A new tensor of class cls holding node u: Tensor.__init__(u) and _register for a node that is no BUFFER or RESHAPE
+   (an elementwise result), in C for Tensor itself; a subclass runs its own __init__ */
+static PyObject *wrap(PyObject *cls, PyObject *u) {
+  if (cls != Tensor) return PyObject_CallOneArg(cls, u);
+  PyObject *t = ((PyTypeObject *)cls)->tp_new((PyTypeObject *)cls, empty_tuple, NULL);
+  if (!t) return NULL;
+  PyObject *ref = NULL, *id = NULL;
+  if (PyObject_SetAttr(t, s_uop, u)) goto fail;
+  if (!(ref = PyObject_CallFunctionObjArgs(TensorRef, t, tensor_unregister, NULL))) goto fail;
+  if (!(id = PyLong_FromVoidPtr(t))) goto fail;
+  if (PyObject_SetAttr(ref, s_key, id) || PyObject_SetAttr(ref, s_group, lazy) || PyObject_SetAttr(t, s_ref, ref) ||
+      PyDict_SetItem(lazy, id, ref)) goto fail;
+  Py_DECREF(ref);
+  Py_DECREF(id);
+  return t;
+fail:
+  Py_XDECREF(ref);
+  Py_XDECREF(id);
+  Py_DECREF(t);
+  return NULL;
+}
+
+static PyObject *dget(PyObject *d, PyObject *name) { return PyDict_GetItemWithError(d, name); }  /* borrowed */
+
+/* OpBuilder._fast_alu: self op x for a float node self of concrete shape and x a Python int or float or a node of
+   self's shape, dtype and device; Py_None (new ref) where the general path must run */
+static PyObject *fast_alu(PyObject *self, PyObject *op, PyObject *x, int reverse) {
+  PyObject *d = node_dict(self), *c = NULL, *xd = NULL, *ret = NULL, *dtype = NULL;
+  if (!d) return NULL;
+  PyObject *shape = dget(d, s_shape), *vshape, *tl, *device;
+  if (!shape || (vshape = dget(d, s_vshape)) != shape || !(tl = dget(d, s_tensor_level)) || !PyObject_IsTrue(tl)) goto none;
+  if (!(dtype = PyObject_GetAttr(self, s_dtype))) goto error;
+  int is_float = PySet_Contains(float_dtypes, dtype);
+  if (is_float < 0) goto error;
+  if (!is_float || !(device = dget(d, s_device))) goto none;
+  if (Py_IS_TYPE(x, (PyTypeObject *)UOp)) {
+    if (!(xd = node_dict(x))) goto error;
+    PyObject *xdt = PyObject_GetAttr(x, s_dtype);
+    if (!xdt) goto error;
+    Py_DECREF(xdt);  /* (identity only: dtypes live for good) */
+    PyObject *xs = dget(xd, s_shape), *xtl, *xdev;
+    if (xdt != dtype || !xs || dget(xd, s_vshape) != xs || !(xtl = dget(xd, s_tensor_level)) || !(xdev = dget(xd, s_device))) goto none;
+    int same = PyObject_RichCompareBool(xs, shape, Py_EQ);
+    if (same < 0) goto error;
+    if (!same) goto none;
+    int istl = PyObject_IsTrue(xtl);
+    if (istl <= 0) { if (istl < 0) goto error; goto none; }
+    if ((same = PyObject_RichCompareBool(xdev, device, Py_EQ)) < 0) goto error;
+    if (!same) goto none;
+    c = Py_NewRef(x);
+  } else if (PyLong_CheckExact(x) || PyFloat_CheckExact(x)) {
+    if ((c = const_memo(x, dtype, device, shape))) Py_INCREF(c);
+    else if (PyErr_Occurred()) goto error;
+    else if (!(c = PyObject_CallFunctionObjArgs(tensor_const, x, dtype, device, shape, NULL))) goto error;
+  } else goto none;
+  int cmp = PySet_Contains(comparisons, op);
+  if (cmp < 0) goto error;
+  PyObject *src = reverse ? PyTuple_Pack(2, c, self) : PyTuple_Pack(2, self, c);
+  if (!src) goto error;
+  ret = uop_get(op, cmp ? bool_dtype : dtype, src, Py_None);
+  Py_DECREF(src);
+  if (!ret) goto error;
+  if (set_facts(ret, shape, device)) goto error;
+  goto done;
+none:
+  ret = Py_NewRef(Py_None);
+  goto done;
+error:
+  Py_CLEAR(ret);
+done:
+  Py_XDECREF(c);
+  Py_XDECREF(xd);
+  Py_XDECREF(dtype);
+  Py_DECREF(d);
+  return ret;
+}
+
+static PyObject *py_fast_alu(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs < 3 || nargs > 4) return PyErr_Format(PyExc_TypeError, "_fast_alu takes 3 or 4 arguments");
+  int reverse = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
+  if (reverse < 0) return NULL;
+  return fast_alu(args[0], args[1], args[2], reverse);
+}
+
+/* Tensor._fast_binary(self, op, x, reverse=False) */
+static PyObject *fast_binary(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs < 3 || nargs > 4) return PyErr_Format(PyExc_TypeError, "_fast_binary takes 3 or 4 arguments");
+  PyObject *self = args[0], *x = args[2], *cls = (PyObject *)Py_TYPE(self);
+  int reverse = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
+  if (reverse < 0) return NULL;
+  PyObject *u = PyObject_GetAttr(self, s_uop), *xu = NULL;
+  if (!u) return NULL;
+  if ((PyObject *)Py_TYPE(x) == cls) {
+    if (!(xu = PyObject_GetAttr(x, s_uop))) { Py_DECREF(u); return NULL; }
+    x = xu;
+  }
+  PyObject *node = fast_alu(u, args[1], x, reverse), *ret;
+  Py_DECREF(u);
+  Py_XDECREF(xu);
+  if (!node || node == Py_None) return node;
+  ret = wrap(cls, node);
+  Py_DECREF(node);
+  return ret;
+}
+
+/* _TensorMeta.__call__(cls, *args, **kw), installed as a method descriptor of the metaclass: Tensor(u) of a lazy node u
+   (how every op wraps its result) is wrap() without a Python frame; anything else is type.__call__ */
+static PyObject *tensor_call(PyObject *cls, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  if (cls == Tensor && nargs == 1 && !kwnames && Py_IS_TYPE(args[0], (PyTypeObject *)UOp)) {
+    PyObject *op = PyObject_GetAttr(args[0], s_op);
+    if (!op) return NULL;
+    Py_DECREF(op);
+    if (op != BUFFER && op != RESHAPE) return wrap(cls, args[0]);  /* (a buffer's holders are filed by Python's _register) */
+  }
+  Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  PyObject *pos = PyTuple_New(nargs), *kw = nk ? PyDict_New() : NULL, *ret = NULL;
+  if (!pos || (nk && !kw)) goto done;
+  for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(pos, i, Py_NewRef(args[i]));
+  for (Py_ssize_t k = 0; k < nk; k++)
+    if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, k), args[nargs + k])) goto done;
+  ret = PyType_Type.tp_call(cls, pos, kw);
+done:
+  Py_XDECREF(pos);
+  Py_XDECREF(kw);
+  return ret;
+}
+static PyMethodDef tensor_call_def = {"__call__", (PyCFunction)(void (*)(void))tensor_call, METH_FASTCALL | METH_KEYWORDS, "Tensor(...)"};
+static PyObject *tensor_call_method(PyObject *mod, PyObject *metatype) {
+  if (!PyType_Check(metatype)) return PyErr_Format(PyExc_TypeError, "tensor_call_method takes a type");
+  return PyDescr_NewMethod((PyTypeObject *)metatype, &tensor_call_def);
+}
+
+/* ---- the schedule cache's key: schedule/cache.py's Walk.__init__ loop */
+
+static PyObject *op_value(PyObject *op) {  /* op._value_, borrowed (the Enum's int, hashed without Python code) */
+  PyObject *v = PyDict_GetItemWithError(op_values, op);
+  if (!v && !PyErr_Occurred()) PyErr_Format(PyExc_KeyError, "unknown op %R", op);
+  return v;
+}
+
+/* const_key (Walk._const_key): (type, exact bits) for floats, (type, value) otherwise */
+static PyObject *const_key(PyObject *v) {
+  if (PyFloat_CheckExact(v)) {
+    double d = PyFloat_AS_DOUBLE(v);
+    unsigned long long bits64;
+    unsigned char b[8];
+    memcpy(&bits64, &d, 8);
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(bits64 >> (8 * i));  /* struct.pack("<d") */
+    PyObject *bits = PyBytes_FromStringAndSize((const char *)b, 8);
+    if (!bits) return NULL;
+    PyObject *ret = PyTuple_Pack(2, (PyObject *)Py_TYPE(v), bits);
+    Py_DECREF(bits);
+    return ret;
+  }
+  return PyTuple_Pack(2, (PyObject *)Py_TYPE(v), v);
+}
+
+/* refs[u] as a new int reference, or NULL with an exception */
+static PyObject *ref_of(PyObject *refs, PyObject *u) {
+  PyObject *r = PyDict_GetItemWithError(refs, u);
+  if (!r && !PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "walk: a source was not keyed before its user");
+  return Py_XNewRef(r);
+}
+
+/* a node's field, borrowed from its __dict__ (where UOpMeta puts op, dtype, src and arg); NULL with an error if absent */
+static PyObject *field(PyObject *d, PyObject *name) {
+  PyObject *v = PyDict_GetItemWithError(d, name);
+  if (!v && !PyErr_Occurred()) PyErr_Format(PyExc_AttributeError, "a node without %U", name);
+  return v;
+}
+
+/* the walk's stack: borrowed nodes (every one is reachable from the sink, which the caller holds, through immutable
+   src tuples) and NULL markers */
+typedef struct { PyObject **items; Py_ssize_t n, cap; } Stack;
+static int push(Stack *st, PyObject *u) {
+  if (st->n == st->cap) {
+    Py_ssize_t cap = st->cap ? 2 * st->cap : 256;
+    PyObject **items = PyMem_Realloc(st->items, cap * sizeof(PyObject *));
+    if (!items) { PyErr_NoMemory(); return -1; }
+    st->items = items;
+    st->cap = cap;
+  }
+  st->items[st->n++] = u;
+  return 0;
+}
+
+/* key.append(ent) and refs[u] = its index; steals ent */
+static int add_entry(PyObject *key, PyObject *refs, PyObject *u, PyObject *ent) {
+  if (!ent) return -1;
+  PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(key));
+  int rc = (!n || PyDict_SetItem(refs, u, n) || PyList_Append(key, ent)) ? -1 : 0;
+  Py_XDECREF(n);
+  Py_DECREF(ent);
+  return rc;
+}
+
+/* walk(w, sink, key) -> ok: cache._walk. Appends the scheduler's toposort to w.order, one entry per node to key (a list
+   holding the key's header), numbers w.binds; entries of stop nodes (BUFFERs and realized nodes) come from w._stop(u),
+   those of SHRINKs that are windows from w._shrink(u, refs). ok is False where the graph cannot be keyed. */
+static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 3) return PyErr_Format(PyExc_TypeError, "walk takes 3 arguments");
+  PyObject *w = args[0], *key = args[2];
+  PyObject *order = PyObject_GetAttr(w, s_order), *binds = PyObject_GetAttr(w, s_binds);
+  PyObject *refs = PyDict_New(), *seen = PySet_New(NULL), *ret = NULL, *d = NULL;
+  Stack st = {NULL, 0, 0};
+  int ok = 1;
+  if (!order || !binds || !refs || !seen || push(&st, args[1])) goto done;
+  /* a NULL on the stack means "the node under it has all its sources done"; sources are pushed even when seen and
+     skipped when popped: toposort's order without a filter */
+  while (st.n) {
+    PyObject *u = st.items[--st.n], *op, *src;
+    Py_CLEAR(d);
+    if (u) {
+      int s = PySet_Contains(seen, u);
+      if (s) { if (s < 0) goto done; continue; }
+      if (PySet_Add(seen, u) || !(d = node_dict(u)) || !(op = field(d, s_op))) goto done;
+      int realized = PyDict_Contains(d, REALIZED);
+      if (realized < 0) goto done;
+      if (op != BUFFER && !realized) {
+        if (!(src = field(d, s_src)) || push(&st, u) || push(&st, NULL)) goto done;
+        /* a bound value is not walked (not part of the key): the order lacks it (Walk.order_ok) */
+        if (op == BIND) { if (push(&st, PyTuple_GET_ITEM(src, 0))) goto done; }
+        else for (Py_ssize_t i = PyTuple_GET_SIZE(src) - 1; i >= 0; i--) if (push(&st, PyTuple_GET_ITEM(src, i))) goto done;
+        continue;
+      }
+      /* a stop node: toposort appends it right away */
+      if (PyList_Append(order, u)) goto done;
+      if (ok) {
+        PyObject *ent = PyObject_CallMethodOneArg(w, s_stop, u);
+        if (ent == Py_None) { ok = 0; Py_DECREF(ent); }
+        else if (add_entry(key, refs, u, ent)) goto done;
+      }
+      continue;
+    }
+    u = st.items[--st.n];
+    if (PyList_Append(order, u)) goto done;
+    if (!ok) continue;
+    if (!(d = node_dict(u)) || !(op = field(d, s_op))) goto done;
+    if (op == COPY) { ok = 0; continue; }  /* a device transfer is not worth keying */
+    PyObject *val = op_value(op), *dtype = field(d, s_dtype), *ent = NULL;
+    if (!val || !dtype || !(src = field(d, s_src))) goto done;
+    if (op == BIND) {
+      PyObject *n = PyLong_FromSsize_t(PyDict_GET_SIZE(binds)), *r;
+      if (!n) goto done;
+      r = PyDict_SetDefault(binds, u, n);
+      Py_DECREF(n);
+      if (!r || !(r = ref_of(refs, PyTuple_GET_ITEM(src, 0)))) goto done;
+      ent = PyTuple_Pack(3, val, dtype, r);
+      Py_DECREF(r);
+      if (add_entry(key, refs, u, ent)) goto done;
+      continue;
+    }
+    if (op == SHRINK) {  /* a window of an input, or None: then keyed as any node */
+      if (!(ent = PyObject_CallMethodObjArgs(w, s_shrink, u, refs, NULL))) goto done;
+      if (ent != Py_None) { if (add_entry(key, refs, u, ent)) goto done; continue; }
+      Py_CLEAR(ent);
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(src);
+    PyObject *at = PyTuple_New(n), *arg = field(d, s_arg);
+    if (!at || !arg) { Py_XDECREF(at); goto done; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *r = ref_of(refs, PyTuple_GET_ITEM(src, i));
+      if (!r) { Py_DECREF(at); goto done; }
+      PyTuple_SET_ITEM(at, i, r);
+    }
+    if (op == CONST) {
+      PyObject *k = const_key(arg);
+      if (k) ent = PyTuple_Pack(4, val, dtype, k, at);
+      Py_XDECREF(k);
+    } else ent = PyTuple_Pack(4, val, dtype, arg, at);
+    Py_DECREF(at);
+    if (add_entry(key, refs, u, ent)) goto done;
+  }
+  ret = PyBool_FromLong(ok);
+done:
+  PyMem_Free(st.items);
+  Py_XDECREF(d);
+  Py_XDECREF(order);
+  Py_XDECREF(binds);
+  Py_XDECREF(refs);
+  Py_XDECREF(seen);
+  return ret;
+}
+
+/* ---- setup: the Python objects above, by name */
+
+static int take(PyObject *objs, const char *name, PyObject **slot) {
+  PyObject *v = PyDict_GetItemString(objs, name);
+  if (!v) { PyErr_Format(PyExc_KeyError, "native setup: missing %s", name); return -1; }
+  Py_XSETREF(*slot, Py_NewRef(v));
+  return 0;
+}
+
+static PyObject *setup(PyObject *mod, PyObject *objs) {
+  if (!PyDict_Check(objs)) return PyErr_Format(PyExc_TypeError, "setup takes a dict");
+  if (take(objs, "UOp", &UOp) || take(objs, "Tensor", &Tensor) || take(objs, "KeyRef", &KeyRef) ||
+      take(objs, "TensorRef", &TensorRef) || take(objs, "ucache_refs", &ucache_refs) || take(objs, "INTS", &INTS) ||
+      take(objs, "void", &void_dtype) || take(objs, "bool", &bool_dtype) || take(objs, "op_values", &op_values) ||
+      take(objs, "BUFFER", &BUFFER) || take(objs, "RESHAPE", &RESHAPE) || take(objs, "BIND", &BIND) || take(objs, "CONST", &CONST) || take(objs, "COPY", &COPY) ||
+      take(objs, "SHRINK", &SHRINK) || take(objs, "REALIZED", &REALIZED) || take(objs, "float_dtypes", &float_dtypes) ||
+      take(objs, "comparisons", &comparisons) || take(objs, "consts", &consts) || take(objs, "lazy", &lazy) ||
+      take(objs, "tensor_const", &tensor_const) || take(objs, "tensor_unregister", &tensor_unregister) ||
+      take(objs, "ucache_forget", &ucache_forget)) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+  {"setup", setup, METH_O, "hand over the Python objects the functions below use"},
+  {"uop_new", (PyCFunction)(void (*)(void))uop_new, METH_FASTCALL | METH_KEYWORDS, "UOpMeta.__call__ without cls"},
+  {"arg_key", py_arg_key, METH_O, "ops._arg_key"},
+  {"forget", forget, METH_O, "the node cache's weak-reference callback"},
+  {"unregister", unregister, METH_O, "the live-tensor registry's weak-reference callback"},
+  {"fast_alu", (PyCFunction)(void (*)(void))py_fast_alu, METH_FASTCALL, "OpBuilder._fast_alu"},
+  {"fast_binary", (PyCFunction)(void (*)(void))fast_binary, METH_FASTCALL, "Tensor._fast_binary"},
+  {"elementwise", (PyCFunction)(void (*)(void))elementwise, METH_FASTCALL, "ops._elementwise"},
+  {"tensor_const", (PyCFunction)(void (*)(void))py_tensor_const, METH_FASTCALL, "OpBuilder.tensor_const"},
+  {"tensor_call_method", tensor_call_method, METH_O, "_TensorMeta.__call__, as a method descriptor of the given metaclass"},
+  {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, "the schedule cache's Walk loop"},
+  {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fgcore", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__fgcore(void) {
+  s_op = PyUnicode_InternFromString("op"); s_dtype = PyUnicode_InternFromString("dtype");
+  s_src = PyUnicode_InternFromString("src"); s_arg = PyUnicode_InternFromString("arg");
+  s_key = PyUnicode_InternFromString("key"); s_group = PyUnicode_InternFromString("group");
+  s_uop = PyUnicode_InternFromString("_uop"); s_ref = PyUnicode_InternFromString("_ref");
+  s_shape = PyUnicode_InternFromString("shape"); s_vshape = PyUnicode_InternFromString("vshape");
+  s_device = PyUnicode_InternFromString("device"); s_tensor_level = PyUnicode_InternFromString("tensor_level");
+  s_stop = PyUnicode_InternFromString("_stop"); s_shrink = PyUnicode_InternFromString("_shrink");
+  s_binds = PyUnicode_InternFromString("binds"); s_order = PyUnicode_InternFromString("order");
+  empty_tuple = PyTuple_New(0);
+  if (!s_op || !s_dtype || !s_src || !s_arg || !s_key || !s_group || !s_uop || !s_ref || !s_shape || !s_vshape || !s_device ||
+      !s_tensor_level || !s_stop || !s_shrink || !s_binds || !s_order || !empty_tuple) return NULL;
+  return PyModule_Create(&module);
+}

@@ -1,0 +1,144 @@
+"""The native core (fusegrad/native/core.c) against the Python functions it stands in for: the same nodes, keys, tensors
+and errors. Where the core cannot be built (no compiler or no Python headers) fusegrad runs the Python versions; on a
+machine with both (CI's), it must be built."""
+import gc, math, os, subprocess, sys, weakref
+from collections import namedtuple
+import pytest
+from fusegrad import Tensor, Variable, dtypes, native
+from fusegrad.schedule import cache
+from fusegrad.tensor import elementwise, tensor as tensor_module
+from fusegrad.uop import ops
+from fusegrad.uop.ops import Ops, UOp
+
+core = native.core
+pytestmark = pytest.mark.skipif(core is None, reason=f"the native core is not built here: {native.why_not}")
+
+def python_version(owner, name):
+  fn = native.python_versions[(owner, name)]
+  return fn.__func__ if isinstance(fn, staticmethod) else fn
+
+def test_the_core_is_built_where_a_compiler_and_headers_are():
+  import shutil, sysconfig
+  have = os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) and any(shutil.which(c) for c in ("cc", "gcc", "clang"))
+  if have and os.getenv("NATIVE", "1") != "0": assert native.core is not None, native.why_not
+
+Point = namedtuple("Point", "x y")
+ARGS = [None, (), (1, 2, 3), (1, 2.0), (True, 1), ((1, 2), (3,)), 1.0, -0.0, 0.0, math.nan, math.inf, True, False, 1, 0, 2**70,
+        "name", ("a", 1), Point(1, 2), Point(1.0, 2), (None,), ((0, 4), (1, 3))]
+
+@pytest.mark.parametrize("arg", ARGS, ids=repr)
+def test_arg_key_matches_python(arg):
+  assert core.arg_key(arg) == ops._arg_key(arg)
+
+def test_arg_key_keeps_numpy_floats_as_floats():
+  np = pytest.importorskip("numpy")
+  assert core.arg_key(np.float64(2.5)) == ops._arg_key(np.float64(2.5)) == (float, ops.struct.pack("d", 2.5))
+  assert core.arg_key(np.int64(3)) == ops._arg_key(np.int64(3))
+
+def test_nodes_are_hash_consed_by_exact_arg():
+  c = UOp(Ops.DEVICE, arg="PYTHON")
+  assert UOp(Ops.CONST, dtypes.float32, (c,), 1.0) is UOp(Ops.CONST, dtypes.float32, (c,), 1.0)
+  assert UOp(Ops.CONST, dtypes.float32, (c,), 0.0) is not UOp(Ops.CONST, dtypes.float32, (c,), -0.0)
+  assert UOp(Ops.CONST, dtypes.int32, (c,), 1) is not UOp(Ops.CONST, dtypes.int32, (c,), True)
+  assert UOp(Ops.CONST, dtypes.float32, (c,), math.nan) is UOp(Ops.CONST, dtypes.float32, (c,), math.nan)
+
+def test_node_constructor_takes_keywords_and_defaults():
+  u = UOp(Ops.DEVICE, arg="PYTHON")
+  assert (u.op, u.dtype, u.src, u.arg) == (Ops.DEVICE, dtypes.void, (), "PYTHON")
+  assert UOp(op=Ops.DEVICE, arg="PYTHON") is u is UOp(Ops.DEVICE, dtypes.void, (), "PYTHON") is UOp(Ops.DEVICE, src=(), arg="PYTHON")
+  assert UOp.__reduce__(u)[1] == (Ops.DEVICE, dtypes.void, (), "PYTHON")
+
+@pytest.mark.parametrize("call", [lambda: UOp(), lambda: UOp(Ops.DEVICE, bad=1), lambda: UOp(Ops.DEVICE, dtypes.void, (), None, 5),
+                                  lambda: UOp(Ops.DEVICE, op=Ops.DEVICE), lambda: UOp(Ops.SINK, dtypes.void, [UOp(Ops.DEVICE, arg='PYTHON')])])
+def test_node_constructor_errors_are_type_errors(call):
+  with pytest.raises(TypeError): call()
+
+def test_dead_nodes_leave_the_cache():
+  u = UOp(Ops.DEVICE, arg="native test device")
+  key = next(k for k, r in ops.UOpMeta.ucache.refs.items() if r() is u)
+  del u
+  gc.collect()
+  assert key not in ops.UOpMeta.ucache.refs
+
+def test_tensors_are_filed_and_unfiled_in_the_registry():
+  x = Tensor([1.0, 2.0]) * 2  # (made by the core's fast path)
+  assert type(x) is Tensor and tensor_module._lazy[id(x)]() is x and x._ref.group is tensor_module._lazy
+  key = id(x)
+  del x
+  gc.collect()
+  assert key not in tensor_module._lazy
+
+def test_tensor_constructor_keeps_its_general_path():
+  x = Tensor([1.0, 2.0]).realize()
+  assert Tensor(x.uop).uop is x.uop and Tensor(x.uop)._ref.group is not tensor_module._lazy  # a buffer's holders
+  assert Tensor(data=[3]).tolist() == [3] and Tensor().shape == (0,)
+  class Sub(Tensor): pass
+  s = Sub([1.0]) + 1
+  assert type(s) is Sub and s.tolist() == [2.0]
+  with pytest.raises(TypeError): Tensor(object())
+
+@pytest.mark.parametrize("x", [2, 2.5, 0, -0.0, math.nan, True, "a"], ids=repr)
+@pytest.mark.parametrize("op", [Ops.ADD, Ops.MUL, Ops.CMPLT, Ops.FDIV])
+def test_fast_binary_matches_python(op, x):
+  t = Tensor.ones(2, 3) + 0
+  for reverse in (False, True):
+    want = python_version(elementwise, "_fast_binary")(t, op, x, reverse)
+    got = core.fast_binary(t, op, x, reverse)
+    assert (got is None) == (want is None)
+    if got is not None: assert got.uop is want.uop and type(got) is type(want)
+
+@pytest.mark.parametrize("other", [lambda: Tensor.ones(2, 3) + 1, lambda: Tensor.ones(3) + 1, lambda: Tensor.ones(2, 3, dtype=dtypes.float16) + 1,
+                                   lambda: Tensor.ones(2, 3, dtype=dtypes.int32) + 1])
+def test_fast_binary_of_tensors_matches_python(other):
+  t, o = Tensor.ones(2, 3) + 0, other()
+  want = python_version(elementwise, "_fast_binary")(t, Ops.ADD, o)
+  got = core.fast_binary(t, Ops.ADD, o)
+  assert (got is None) == (want is None) and (got is None or got.uop is want.uop)
+
+def test_tensor_const_matches_python():
+  for v in (1.5, 0.0, -0.0, math.nan, 3, True):
+    want = python_version(ops.OpBuilder, "tensor_const")(v, dtypes.float32, "PYTHON", (2, 2))
+    assert core.tensor_const(v, dtypes.float32, "PYTHON", (2, 2)) is want
+
+def _graphs():
+  """Graphs of the kinds the schedule cache keys: elementwise chains with constants, reductions, windows of an input,
+  bound variables, realized nodes, a device copy."""
+  a = Tensor.arange(12, dtype=dtypes.float32).reshape(3, 4).realize()
+  b = Tensor.ones(3, 4).contiguous().realize()
+  yield ((a * 1.01 + 0.0).relu() - -0.0).clamp(min=-1.0)
+  yield (a + b).sum(axis=1) * a.max()
+  yield a[1:3, 2:4] * 2 + a[0:2, 0:2]
+  v = Variable("n", 1, 3).bind(2)
+  yield a[:v].sum() + 1
+  r = (a * 3).realize()
+  yield r + a
+  yield a.to("PYTHON:1") + 1
+
+@pytest.mark.parametrize("i", range(6))
+def test_walk_matches_python(i):
+  t = list(_graphs())[i]
+  sink = UOp(Ops.SINK, dtypes.void, (t.uop,))
+  walks = []
+  for walk in (python_version(cache, "_walk"), core.walk):
+    w = cache.Walk.__new__(cache.Walk)
+    w.order, w.ins, w.in_uops, w.binds, w.saw_realized, w.windows = [], {}, {}, {}, False, {}
+    key = [cache.EXPAND_COST_LIMIT, True]
+    ok = walk(w, sink, key)
+    walks.append((ok, key, w.order, w.binds, w.windows, w.ins))
+  assert walks[0] == walks[1]
+
+def test_python_versions_run_without_the_core():
+  code = ("from fusegrad import Tensor, native; assert native.core is None and native.why_not == 'NATIVE=0';"
+          "x = Tensor([1.0, -2.0, 3.0]); print(((x * 2 + 1).relu() - x).clamp(max=2.5).tolist())")
+  out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NATIVE": "0"}, capture_output=True, text=True, check=True)
+  assert out.stdout.strip() == "[2.0, 2.0, 2.5]"
+
+def test_weakref_callbacks_survive_a_rebuilt_key():
+  """A dead node's callback must not drop the entry of a newer node built under the same key meanwhile."""
+  u = UOp(Ops.DEVICE, arg="native rebuilt")
+  r = weakref.ref(u)
+  del u
+  gc.collect()
+  assert r() is None
+  v = UOp(Ops.DEVICE, arg="native rebuilt")
+  assert UOp(Ops.DEVICE, arg="native rebuilt") is v
