@@ -7,7 +7,7 @@ schedule cache's walk (cache._walk). install() swaps them in. The module is comp
 ($CC, else cc, gcc or clang) and Python's headers, and cached in cache_dir()/native; where either is missing, or with
 NATIVE=0, the Python versions run and give the same results (test/unit/test_native.py checks that they do)."""
 from __future__ import annotations
-import hashlib, importlib.machinery, importlib.util, os, shutil, subprocess, sys, sysconfig, tempfile
+import functools, hashlib, importlib.machinery, importlib.util, os, shutil, subprocess, sys, sysconfig, tempfile
 from types import ModuleType
 from fusegrad.helpers import cache_dir, getenv
 
@@ -70,11 +70,16 @@ def install() -> None:
                  ucache_forget=mod.forget, INTS=ops._INTS, void=dtypes.void, bool=dtypes.bool, op_values={op: op._value_ for op in ops.Ops},
                  BUFFER=ops.Ops.BUFFER, RESHAPE=ops.Ops.RESHAPE, BIND=ops.Ops.BIND, CONST=ops.Ops.CONST, COPY=ops.Ops.COPY, SHRINK=ops.Ops.SHRINK,
                  REALIZED=cache.REALIZED, float_dtypes=ops._FLOAT_DTYPES, comparisons=frozenset(ops.GroupOp.Comparison),
-                 consts=ops._consts, lazy=tensor._lazy, tensor_const=ops.OpBuilder.tensor_const, tensor_unregister=mod.unregister))
+                 consts=ops._consts, lazy=tensor._lazy, tensor_const=ops.OpBuilder.tensor_const, tensor_unregister=mod.unregister,
+                 CMPLT=ops.Ops.CMPLT, WHERE=ops.Ops.WHERE, DERIVATIVE=ops.DERIVATIVE, relu_vjp=ops._relu_vjp, relu_py=ops.OpBuilder.relu,
+                 tensor_relu_py=elementwise.ElementwiseMixin.relu, tensor_clip_py=elementwise.ElementwiseMixin.clip, partial=functools.partial,
+                 clamp_vjp=elementwise._clamp_vjp))
   for owner, name, fn in [(ops.UOpMeta, "__call__", mod.uop_new),  # (a builtin is not bound: it is called without cls)
                           (ops.UOpMeta.ucache, "forget", mod.forget), (ops, "_elementwise", mod.elementwise),
                           (elementwise, "_elementwise", mod.elementwise), (ops.OpBuilder, "tensor_const", staticmethod(mod.tensor_const)),
-                          (tensor._TensorMeta, "__call__", mod.tensor_call_method(tensor._TensorMeta)), (tensor, "_unregister", mod.unregister),
+                          (tensor._TensorMeta, "__call__", mod.method("tensor_call", tensor._TensorMeta)),
+                          (ops.UOp, "relu", mod.method("uop_relu", ops.UOp)), (tensor.Tensor, "relu", mod.method("tensor_relu", tensor.Tensor)),
+                          (tensor.Tensor, "clip", mod.method("tensor_clip", tensor.Tensor)), (tensor.Tensor, "clamp", mod.method("tensor_clip", tensor.Tensor)), (tensor, "_unregister", mod.unregister),
                           (elementwise, "_fast_binary", mod.fast_binary), (cache, "_walk", mod.walk)]:
     python_versions[(owner, name)] = owner.__dict__.get(name, getattr(owner, name))
     setattr(owner, name, fn)

@@ -6,12 +6,14 @@
    Every object this module needs from Python is handed over once by setup(): it imports nothing of fusegrad. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <string.h>
 
 /* set by setup() */
 static PyObject *UOp, *Tensor, *KeyRef, *TensorRef, *ucache_refs, *ucache_forget, *INTS, *void_dtype, *op_values;
 static PyObject *BUFFER, *RESHAPE, *BIND, *CONST, *COPY, *SHRINK, *REALIZED, *float_dtypes, *comparisons, *consts, *bool_dtype;
-static PyObject *lazy, *tensor_unregister, *tensor_const;
+static PyObject *lazy, *tensor_unregister, *tensor_const, *CMPLT, *WHERE, *DERIVATIVE, *relu_vjp, *relu_py, *tensor_relu_py,
+                *tensor_clip_py, *partial, *clamp_vjp, *zero_int, *minus_zero;
 /* interned attribute names and the empty tuple */
 static PyObject *s_op, *s_dtype, *s_src, *s_arg, *s_key, *s_group, *s_uop, *s_ref, *s_shape, *s_vshape, *s_device,
                 *s_tensor_level, *s_stop, *s_shrink, *s_binds, *s_order, *empty_tuple;
@@ -165,8 +167,15 @@ static int keys_as_itself(PyObject *v) {
 /* the memo's node for (value, dtype, device, shape), borrowed, or NULL (a miss, or an error if PyErr_Occurred) */
 static PyObject *const_memo(PyObject *value, PyObject *dtype, PyObject *device, PyObject *shape) {
   int plain = keys_as_itself(value);
-  if (plain <= 0) return NULL;
-  PyObject *key = PyTuple_Pack(5, (PyObject *)Py_TYPE(value), value, dtype, device, shape);
+  if (plain < 0) return NULL;
+  PyObject *key;
+  if (plain) key = PyTuple_Pack(5, (PyObject *)Py_TYPE(value), value, dtype, device, shape);
+  else {  /* 0, -0.0, NaN: keyed on their exact bits */
+    PyObject *ak = arg_key(value);
+    if (!ak) return NULL;
+    key = PyTuple_Pack(4, ak, dtype, device, shape);
+    Py_DECREF(ak);
+  }
   if (!key) return NULL;
   PyObject *c = PyDict_GetItemWithError(consts, key);
   Py_DECREF(key);
@@ -309,10 +318,146 @@ done:
   return ret;
 }
 static PyMethodDef tensor_call_def = {"__call__", (PyCFunction)(void (*)(void))tensor_call, METH_FASTCALL | METH_KEYWORDS, "Tensor(...)"};
-static PyObject *tensor_call_method(PyObject *mod, PyObject *metatype) {
-  if (!PyType_Check(metatype)) return PyErr_Format(PyExc_TypeError, "tensor_call_method takes a type");
-  return PyDescr_NewMethod((PyTypeObject *)metatype, &tensor_call_def);
+static PyMethodDef uop_relu_def, tensor_relu_def, tensor_clip_def;
+/* method(name, type): the C method `name` (tensor_call, uop_relu, tensor_relu, tensor_clip) as a method descriptor of
+   type, to be set as its attribute (a plain builtin would not be bound to the instance) */
+static PyObject *method(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyType_Check(args[1])) return PyErr_Format(PyExc_TypeError, "method(name, type)");
+  static const char *names[] = {"tensor_call", "uop_relu", "tensor_relu", "tensor_clip"};
+  PyMethodDef *defs[] = {&tensor_call_def, &uop_relu_def, &tensor_relu_def, &tensor_clip_def};
+  for (int i = 0; i < 4; i++)
+    if (!PyUnicode_CompareWithASCIIString(args[0], names[i])) return PyDescr_NewMethod((PyTypeObject *)args[1], defs[i]);
+  return PyErr_Format(PyExc_KeyError, "no C method %R", args[0]);
 }
+
+/* ---- relu and clamp of float tensors: UOp.relu's float branch and Tensor.clip's with constant bounds (ops.py,
+   tensor/elementwise.py), as method descriptors that hand everything else to the Python methods they replace */
+
+/* Is u a concrete tensor-level float node? Its shape and device (borrowed from its __dict__, which *d holds) and dtype
+   (borrowed: dtypes live for good). 0: no (the Python method runs), -1: error. */
+static int float_node(PyObject *u, PyObject **d, PyObject **shape, PyObject **device, PyObject **dtype) {
+  if (!Py_IS_TYPE(u, (PyTypeObject *)UOp)) return 0;
+  if (!(*d = node_dict(u))) return -1;
+  PyObject *tl;
+  if (!(*shape = dget(*d, s_shape)) || dget(*d, s_vshape) != *shape || !(tl = dget(*d, s_tensor_level)) || tl != Py_True ||
+      !(*device = dget(*d, s_device)) || !(*dtype = dget(*d, s_dtype))) return PyErr_Occurred() ? -1 : 0;
+  return PySet_Contains(float_dtypes, *dtype);
+}
+
+/* WHERE(CMPLT(a, b), t, f) with the facts of a node of (shape, device, dtype) */
+static PyObject *where_less(PyObject *a, PyObject *b, PyObject *t, PyObject *f, PyObject *dtype, PyObject *shape, PyObject *device) {
+  PyObject *src = PyTuple_Pack(2, a, b), *cmp = NULL, *ret = NULL;
+  if (!src || !(cmp = uop_get(CMPLT, bool_dtype, src, Py_None)) || set_facts(cmp, shape, device)) goto done;
+  Py_SETREF(src, PyTuple_Pack(3, cmp, t, f));
+  if (src && (ret = uop_get(WHERE, dtype, src, Py_None)) && set_facts(ret, shape, device)) Py_CLEAR(ret);
+done:
+  Py_XDECREF(src);
+  Py_XDECREF(cmp);
+  return ret;
+}
+
+static PyObject *constant(PyObject *v, PyObject *dtype, PyObject *device, PyObject *shape) {
+  PyObject *args[4] = {v, dtype, device, shape};
+  return py_tensor_const(NULL, args, 4);
+}
+
+/* y.__dict__[DERIVATIVE] = ((x,), vjp); steals vjp */
+static int set_derivative(PyObject *y, PyObject *x, PyObject *vjp) {
+  PyObject *d = vjp ? node_dict(y) : NULL, *ins = d ? PyTuple_Pack(1, x) : NULL, *rule = ins ? PyTuple_Pack(2, ins, vjp) : NULL;
+  int rc = rule ? PyDict_SetItem(d, DERIVATIVE, rule) : -1;
+  Py_XDECREF(d); Py_XDECREF(ins); Py_XDECREF(rule); Py_XDECREF(vjp);
+  return rc;
+}
+
+/* the float relu of node u: where(u < -0.0, 0, u), with torch's gradient as its rule; Py_None: not a float node */
+static PyObject *relu_node(PyObject *u) {
+  PyObject *d = NULL, *shape, *device, *dtype, *zero = NULL, *below = NULL, *ret = NULL;
+  int is = float_node(u, &d, &shape, &device, &dtype);
+  if (is <= 0) { Py_XDECREF(d); return is < 0 ? NULL : Py_NewRef(Py_None); }
+  if ((zero = constant(zero_int, dtype, device, shape)) && (below = constant(minus_zero, dtype, device, shape)) &&
+      (ret = where_less(u, below, zero, u, dtype, shape, device)) && set_derivative(ret, u, Py_NewRef(relu_vjp))) Py_CLEAR(ret);
+  Py_XDECREF(zero); Py_XDECREF(below); Py_DECREF(d);
+  return ret;
+}
+
+/* UOp.relu(self) */
+static PyObject *uop_relu(PyObject *self, PyObject *unused) {
+  PyObject *r = relu_node(self);
+  if (r != Py_None) return r;
+  Py_DECREF(r);
+  return PyObject_CallOneArg(relu_py, self);
+}
+
+/* Tensor.relu(self) */
+static PyObject *tensor_relu(PyObject *self, PyObject *unused) {
+  PyObject *u = PyObject_GetAttr(self, s_uop), *r = u ? relu_node(u) : NULL, *ret;
+  Py_XDECREF(u);
+  if (r != Py_None) {
+    ret = r ? wrap((PyObject *)Py_TYPE(self), r) : NULL;
+    Py_XDECREF(r);
+    return ret;
+  }
+  Py_DECREF(r);
+  return PyObject_CallOneArg(tensor_relu_py, self);
+}
+
+/* a bound clip takes in C: None, or an int or float that is not NaN (bool, NaN, tensors and numpy scalars: Python) */
+static int plain_bound(PyObject *b) {
+  return b == Py_None || PyLong_CheckExact(b) || (PyFloat_CheckExact(b) && !isnan(PyFloat_AS_DOUBLE(b)));
+}
+
+/* Tensor.clip(self, min_=None, max_=None, *, min=None, max=None) */
+static PyObject *tensor_clip(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+  PyObject *lo = nargs > 0 ? args[0] : Py_None, *hi = nargs > 1 ? args[1] : Py_None;
+  Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  int fast = nargs <= 2;
+  for (Py_ssize_t k = 0; k < nk && fast; k++) {  /* one spelling of each bound, given once */
+    PyObject *name = PyTuple_GET_ITEM(kwnames, k), *v = args[nargs + k];
+    int is_lo = !PyUnicode_CompareWithASCIIString(name, "min") || !PyUnicode_CompareWithASCIIString(name, "min_");
+    int is_hi = !PyUnicode_CompareWithASCIIString(name, "max") || !PyUnicode_CompareWithASCIIString(name, "max_");
+    if (is_lo && lo == Py_None && (nargs < 1)) lo = v;
+    else if (is_hi && hi == Py_None && (nargs < 2)) hi = v;
+    else fast = 0;
+  }
+  fast = fast && (lo != Py_None || hi != Py_None) && plain_bound(lo) && plain_bound(hi);
+  PyObject *u = fast ? PyObject_GetAttr(self, s_uop) : NULL, *d = NULL, *shape, *device, *dtype, *out = NULL, *ret = NULL;
+  if (fast && !u) return NULL;
+  int is = fast ? float_node(u, &d, &shape, &device, &dtype) : 0;
+  if (is < 0) goto done;
+  if (!is) {
+    PyObject *pos = PyTuple_New(nargs + 1), *kw = nk ? PyDict_New() : NULL, *m = NULL;
+    if (pos && (!nk || kw)) {
+      PyTuple_SET_ITEM(pos, 0, Py_NewRef(self));
+      for (Py_ssize_t i = 0; i < nargs; i++) PyTuple_SET_ITEM(pos, i + 1, Py_NewRef(args[i]));
+      int bad = 0;
+      for (Py_ssize_t k = 0; k < nk && !bad; k++) bad = PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, k), args[nargs + k]);
+      if (!bad) m = PyObject_Call(tensor_clip_py, pos, kw);
+    }
+    Py_XDECREF(pos); Py_XDECREF(kw);
+    ret = m;
+    goto done;
+  }
+  out = Py_NewRef(u);
+  PyObject *bounds[2] = {lo, hi};
+  for (int i = 0; i < 2; i++) {
+    if (bounds[i] == Py_None) continue;
+    PyObject *c = constant(bounds[i], dtype, device, shape), *next;
+    if (!c) goto done;
+    next = i == 0 ? where_less(out, c, c, out, dtype, shape, device) : where_less(c, out, c, out, dtype, shape, device);
+    Py_DECREF(c);
+    Py_SETREF(out, next);
+    if (!out) goto done;
+  }
+  if (!set_derivative(out, u, PyObject_CallFunctionObjArgs(partial, clamp_vjp, lo, hi, NULL))) ret = wrap((PyObject *)Py_TYPE(self), out);
+done:
+  Py_XDECREF(u); Py_XDECREF(d); Py_XDECREF(out);
+  return ret;
+}
+
+static PyMethodDef uop_relu_def = {"relu", uop_relu, METH_NOARGS, "relu($self, /)\n--\n\nmax(x, 0) with torch's NaN, -0.0 and gradient rules"};
+static PyMethodDef tensor_relu_def = {"relu", tensor_relu, METH_NOARGS, "relu($self, /)\n--\n\nmax(x, 0) with torch's NaN, -0.0 and gradient rules"};
+static PyMethodDef tensor_clip_def = {"clip", (PyCFunction)(void (*)(void))tensor_clip, METH_FASTCALL | METH_KEYWORDS,
+  "clip($self, /, min_=None, max_=None, *, min=None, max=None)\n--\n\nBound the values (NaN passes through); bounds are numbers or tensors"};
 
 /* ---- the schedule cache's key: schedule/cache.py's Walk.__init__ loop */
 
@@ -484,7 +629,10 @@ static PyObject *setup(PyObject *mod, PyObject *objs) {
       take(objs, "SHRINK", &SHRINK) || take(objs, "REALIZED", &REALIZED) || take(objs, "float_dtypes", &float_dtypes) ||
       take(objs, "comparisons", &comparisons) || take(objs, "consts", &consts) || take(objs, "lazy", &lazy) ||
       take(objs, "tensor_const", &tensor_const) || take(objs, "tensor_unregister", &tensor_unregister) ||
-      take(objs, "ucache_forget", &ucache_forget)) return NULL;
+      take(objs, "ucache_forget", &ucache_forget) || take(objs, "CMPLT", &CMPLT) || take(objs, "WHERE", &WHERE) ||
+      take(objs, "DERIVATIVE", &DERIVATIVE) || take(objs, "relu_vjp", &relu_vjp) || take(objs, "relu_py", &relu_py) ||
+      take(objs, "tensor_relu_py", &tensor_relu_py) || take(objs, "tensor_clip_py", &tensor_clip_py) || take(objs, "partial", &partial) ||
+      take(objs, "clamp_vjp", &clamp_vjp)) return NULL;
   Py_RETURN_NONE;
 }
 
@@ -498,7 +646,7 @@ static PyMethodDef methods[] = {
   {"fast_binary", (PyCFunction)(void (*)(void))fast_binary, METH_FASTCALL, "Tensor._fast_binary"},
   {"elementwise", (PyCFunction)(void (*)(void))elementwise, METH_FASTCALL, "ops._elementwise"},
   {"tensor_const", (PyCFunction)(void (*)(void))py_tensor_const, METH_FASTCALL, "OpBuilder.tensor_const"},
-  {"tensor_call_method", tensor_call_method, METH_O, "_TensorMeta.__call__, as a method descriptor of the given metaclass"},
+  {"method", (PyCFunction)(void (*)(void))method, METH_FASTCALL, "a C method as a method descriptor of a type"},
   {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, "the schedule cache's Walk loop"},
   {NULL, NULL, 0, NULL}};
 
@@ -514,7 +662,9 @@ PyMODINIT_FUNC PyInit__fgcore(void) {
   s_stop = PyUnicode_InternFromString("_stop"); s_shrink = PyUnicode_InternFromString("_shrink");
   s_binds = PyUnicode_InternFromString("binds"); s_order = PyUnicode_InternFromString("order");
   empty_tuple = PyTuple_New(0);
+  zero_int = PyLong_FromLong(0);
+  minus_zero = PyFloat_FromDouble(-0.0);
   if (!s_op || !s_dtype || !s_src || !s_arg || !s_key || !s_group || !s_uop || !s_ref || !s_shape || !s_vshape || !s_device ||
-      !s_tensor_level || !s_stop || !s_shrink || !s_binds || !s_order || !empty_tuple) return NULL;
+      !s_tensor_level || !s_stop || !s_shrink || !s_binds || !s_order || !empty_tuple || !zero_int || !minus_zero) return NULL;
   return PyModule_Create(&module);
 }
