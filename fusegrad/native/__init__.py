@@ -83,4 +83,8 @@ def install() -> None:
                           (elementwise, "_fast_binary", mod.fast_binary), (cache, "_walk", mod.walk)]:
     python_versions[(owner, name)] = owner.__dict__.get(name, getattr(owner, name))
     setattr(owner, name, fn)
+  mixin = elementwise.ElementwiseMixin
+  for name, fn in mod.dunders(tensor.Tensor, {op.name: op for op in ops.Ops}, dict(vars(mixin))).items():
+    python_versions[(tensor.Tensor, name)] = getattr(mixin, name)
+    setattr(tensor.Tensor, name, fn)
   core = mod

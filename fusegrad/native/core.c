@@ -318,6 +318,46 @@ done:
   return ret;
 }
 static PyMethodDef tensor_call_def = {"__call__", (PyCFunction)(void (*)(void))tensor_call, METH_FASTCALL | METH_KEYWORDS, "Tensor(...)"};
+/* ---- the arithmetic dunders of Tensor (tensor/elementwise.py): fast_binary, else the Python method they replace */
+enum { D_ADD, D_RADD, D_SUB, D_RSUB, D_MUL, D_RMUL, D_DIV, D_RDIV, D_LT, D_GT, N_DUNDERS };
+static const char *dunder_names[N_DUNDERS] = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+                                              "__rtruediv__", "__lt__", "__gt__"};
+static const char *dunder_ops[N_DUNDERS] = {"ADD", "ADD", "SUB", "SUB", "MUL", "MUL", "FDIV", "FDIV", "CMPLT", "CMPLT"};
+static const int dunder_reverse[N_DUNDERS] = {0, 0, 0, 1, 0, 1, 0, 1, 0, 1};  /* (a + b is b + a: __radd__ keeps the order) */
+static PyObject *dunder_op[N_DUNDERS], *dunder_py[N_DUNDERS];
+
+static PyObject *dunder(int which, PyObject *self, PyObject *x) {
+  PyObject *args[4] = {self, dunder_op[which], x, dunder_reverse[which] ? Py_True : Py_False};
+  PyObject *t = fast_binary(NULL, args, 4);
+  if (t != Py_None) return t;
+  Py_DECREF(t);
+  PyObject *call[2] = {self, x};
+  return PyObject_Vectorcall(dunder_py[which], call, 2, NULL);
+}
+#define DUNDER(i) static PyObject *dunder_##i(PyObject *self, PyObject *x) { return dunder(i, self, x); }
+DUNDER(0) DUNDER(1) DUNDER(2) DUNDER(3) DUNDER(4) DUNDER(5) DUNDER(6) DUNDER(7) DUNDER(8) DUNDER(9)
+static PyMethodDef dunder_defs[N_DUNDERS] = {
+  {"__add__", dunder_0, METH_O, NULL}, {"__radd__", dunder_1, METH_O, NULL}, {"__sub__", dunder_2, METH_O, NULL},
+  {"__rsub__", dunder_3, METH_O, NULL}, {"__mul__", dunder_4, METH_O, NULL}, {"__rmul__", dunder_5, METH_O, NULL},
+  {"__truediv__", dunder_6, METH_O, NULL}, {"__rtruediv__", dunder_7, METH_O, NULL}, {"__lt__", dunder_8, METH_O, NULL},
+  {"__gt__", dunder_9, METH_O, NULL}};
+
+/* dunders(Tensor, ops, pythons) -> {name: method descriptor}: ops maps an op's name to it, pythons a dunder's name to
+   the Python method to hand over to */
+static PyObject *dunders(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyType_Check(args[0]) || !PyDict_Check(args[1]) || !PyDict_Check(args[2])) return PyErr_Format(PyExc_TypeError, "dunders(type, ops, pythons)");
+  PyObject *ret = PyDict_New();
+  for (int i = 0; ret && i < N_DUNDERS; i++) {
+    PyObject *op = PyDict_GetItemString(args[1], dunder_ops[i]), *py = PyDict_GetItemString(args[2], dunder_names[i]), *m;
+    if (!op || !py) { Py_DECREF(ret); return PyErr_Format(PyExc_KeyError, "dunders: no %s or %s", dunder_ops[i], dunder_names[i]); }
+    Py_XSETREF(dunder_op[i], Py_NewRef(op));
+    Py_XSETREF(dunder_py[i], Py_NewRef(py));
+    if (!(m = PyDescr_NewMethod((PyTypeObject *)args[0], &dunder_defs[i])) || PyDict_SetItemString(ret, dunder_names[i], m)) Py_CLEAR(ret);
+    Py_XDECREF(m);
+  }
+  return ret;
+}
+
 static PyMethodDef uop_relu_def, tensor_relu_def, tensor_clip_def;
 /* method(name, type): the C method `name` (tensor_call, uop_relu, tensor_relu, tensor_clip) as a method descriptor of
    type, to be set as its attribute (a plain builtin would not be bound to the instance) */
@@ -523,14 +563,14 @@ static int add_entry(PyObject *key, PyObject *refs, PyObject *u, PyObject *ent) 
   return rc;
 }
 
-/* walk(w, sink, key) -> ok: cache._walk. Appends the scheduler's toposort to w.order, one entry per node to key (a list
-   holding the key's header), numbers w.binds; entries of stop nodes (BUFFERs and realized nodes) come from w._stop(u),
+/* walk(w, sink, key) -> ok: cache._walk. Appends the scheduler's toposort to w.order and each node's entry to key (a
+   list holding the key's header), numbers w.binds; entries of stop nodes (BUFFERs and realized nodes) come from w._stop(u),
    those of SHRINKs that are windows from w._shrink(u, refs). ok is False where the graph cannot be keyed. */
 static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
   if (nargs != 3) return PyErr_Format(PyExc_TypeError, "walk takes 3 arguments");
   PyObject *w = args[0], *key = args[2];
   PyObject *order = PyObject_GetAttr(w, s_order), *binds = PyObject_GetAttr(w, s_binds);
-  PyObject *refs = PyDict_New(), *seen = PySet_New(NULL), *ret = NULL, *d = NULL;
+  PyObject *refs = PyDict_New(), *seen = PySet_New(NULL), *ret = NULL, *d = NULL, *pos = NULL;
   Stack st = {NULL, 0, 0};
   int ok = 1;
   if (!order || !binds || !refs || !seen || push(&st, args[1])) goto done;
@@ -568,15 +608,17 @@ static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (op == COPY) { ok = 0; continue; }  /* a device transfer is not worth keying */
     PyObject *val = op_value(op), *dtype = field(d, s_dtype), *ent = NULL;
     if (!val || !dtype || !(src = field(d, s_src))) goto done;
+    Py_CLEAR(pos);
+    if (!(pos = PyLong_FromSsize_t(PyList_GET_SIZE(key)))) goto done;
     if (op == BIND) {
       PyObject *n = PyLong_FromSsize_t(PyDict_GET_SIZE(binds)), *r;
       if (!n) goto done;
       r = PyDict_SetDefault(binds, u, n);
       Py_DECREF(n);
       if (!r || !(r = ref_of(refs, PyTuple_GET_ITEM(src, 0)))) goto done;
-      ent = PyTuple_Pack(3, val, dtype, r);
+      int bad = PyDict_SetItem(refs, u, pos) || PyList_Append(key, val) || PyList_Append(key, dtype) || PyList_Append(key, r);
       Py_DECREF(r);
-      if (add_entry(key, refs, u, ent)) goto done;
+      if (bad) goto done;
       continue;
     }
     if (op == SHRINK) {  /* a window of an input, or None: then keyed as any node */
@@ -584,26 +626,26 @@ static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
       if (ent != Py_None) { if (add_entry(key, refs, u, ent)) goto done; continue; }
       Py_CLEAR(ent);
     }
+    /* (op value, dtype, arg, source count, source positions), flat in the key */
     Py_ssize_t n = PyTuple_GET_SIZE(src);
-    PyObject *at = PyTuple_New(n), *arg = field(d, s_arg);
-    if (!at || !arg) { Py_XDECREF(at); goto done; }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *arg = field(d, s_arg), *count = PyLong_FromSsize_t(n);
+    if (!arg || !count) { Py_XDECREF(count); goto done; }
+    PyObject *k = op == CONST ? const_key(arg) : Py_NewRef(arg);
+    int bad = !k || PyList_Append(key, val) || PyList_Append(key, dtype) || PyList_Append(key, k) || PyList_Append(key, count);
+    Py_XDECREF(k);
+    Py_DECREF(count);
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
       PyObject *r = ref_of(refs, PyTuple_GET_ITEM(src, i));
-      if (!r) { Py_DECREF(at); goto done; }
-      PyTuple_SET_ITEM(at, i, r);
+      bad = !r || PyList_Append(key, r);
+      Py_XDECREF(r);
     }
-    if (op == CONST) {
-      PyObject *k = const_key(arg);
-      if (k) ent = PyTuple_Pack(4, val, dtype, k, at);
-      Py_XDECREF(k);
-    } else ent = PyTuple_Pack(4, val, dtype, arg, at);
-    Py_DECREF(at);
-    if (add_entry(key, refs, u, ent)) goto done;
+    if (bad || PyDict_SetItem(refs, u, pos)) goto done;
   }
   ret = PyBool_FromLong(ok);
 done:
   PyMem_Free(st.items);
   Py_XDECREF(d);
+  Py_XDECREF(pos);
   Py_XDECREF(order);
   Py_XDECREF(binds);
   Py_XDECREF(refs);
@@ -646,6 +688,7 @@ static PyMethodDef methods[] = {
   {"fast_binary", (PyCFunction)(void (*)(void))fast_binary, METH_FASTCALL, "Tensor._fast_binary"},
   {"elementwise", (PyCFunction)(void (*)(void))elementwise, METH_FASTCALL, "ops._elementwise"},
   {"tensor_const", (PyCFunction)(void (*)(void))py_tensor_const, METH_FASTCALL, "OpBuilder.tensor_const"},
+  {"dunders", (PyCFunction)(void (*)(void))dunders, METH_FASTCALL, "Tensor's arithmetic dunders as method descriptors"},
   {"method", (PyCFunction)(void (*)(void))method, METH_FASTCALL, "a C method as a method descriptor of a type"},
   {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, "the schedule cache's Walk loop"},
   {NULL, NULL, 0, NULL}};

@@ -71,9 +71,12 @@ class Walk:
     return None if None in srcs else (view.op._value_, view.dtype, view.arg, srcs)
 
 def _walk(w: Walk, sink: UOp, key: list) -> bool:
-  """Walk's one pass: appends the scheduler's toposort to w.order and one entry per node to key (a list holding the key's
-  header), numbers w.binds; False where the graph cannot be keyed. (fusegrad.native replaces it with its C version.)"""
-  refs: dict[UOp, int] = {}  # node -> its entry in key
+  """Walk's one pass: appends the scheduler's toposort to w.order and each node's entry to key (a list holding the key's
+  header), numbers w.binds; False where the graph cannot be keyed. (fusegrad.native replaces it with its C version.)
+  An entry is one tuple (a stop node's, a window's: _stop, _shrink) or, flat, an op's int value, then for a BIND its
+  dtype and source, for any other node its dtype, arg, source count and sources; a source is its entry's position in
+  key. The key is read one way only, so equal keys are equal graphs."""
+  refs: dict[UOp, int] = {}  # node -> its entry's position in key
   seen: set[UOp] = set()
   # a None on the stack means "the node under it has all its sources done"; sources are pushed even when already
   # seen and skipped when popped, which gives toposort's order without a filtering generator per node
@@ -105,16 +108,18 @@ def _walk(w: Walk, sink: UOp, key: list) -> bool:
     if op is COPY: ok = False; continue
     if op is BIND:
       binds.setdefault(u, len(binds))
-      ent: tuple = (op._value_, u.dtype, refs[u.src[0]])
-    elif op is SHRINK and (ent := w._shrink(u, refs)) is not None: pass
+      refs[u] = len(key)
+      key += (op._value_, u.dtype, refs[u.src[0]])
+    elif op is SHRINK and (ent := w._shrink(u, refs)) is not None:
+      refs[u] = len(key)
+      key.append(ent)
     else:
-      # (one and two sources, most nodes, without a list comprehension's call)
+      # flat: (op value, dtype, arg, source count, source positions); Enum hashing runs Python code, so ops key as their
+      # int value; constants key as exact bits (0.0 == -0.0)
       src = u.src
-      at = (refs[src[0]],) if len(src) == 1 else (refs[src[0]], refs[src[1]]) if len(src) == 2 else tuple([refs[s] for s in src])
-      # Enum hashing runs Python code, so ops key as their int value; constants key as exact bits (0.0 == -0.0)
-      ent = (op._value_, u.dtype, Walk._const_key(u.arg) if op is CONST else u.arg, at)
-    refs[u] = len(key)
-    key.append(ent)
+      at = [refs[s] for s in src]
+      refs[u] = len(key)
+      key += (op._value_, u.dtype, Walk._const_key(u.arg) if op is CONST else u.arg, len(src), *at)
   return ok
 
 class Template:

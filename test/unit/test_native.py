@@ -142,3 +142,37 @@ def test_weakref_callbacks_survive_a_rebuilt_key():
   assert r() is None
   v = UOp(Ops.DEVICE, arg="native rebuilt")
   assert UOp(Ops.DEVICE, arg="native rebuilt") is v
+
+DUNDERS = ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__lt__", "__gt__"]
+
+@pytest.mark.parametrize("name", DUNDERS)
+@pytest.mark.parametrize("x", [3, 0.5, -0.0, math.nan, True, [1.0, 2.0, 3.0], lambda: Tensor.ones(3) + 1, lambda: Tensor.ones(2, 3, dtype=dtypes.int32) + 1],
+                         ids=["int", "float", "-0.0", "nan", "bool", "list", "row", "int tensor"])
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16, dtypes.int32], ids=str)
+def test_dunders_match_python(name, x, dtype):
+  t = Tensor.ones(2, 3, dtype=dtype) + 0
+  x = x() if callable(x) else x
+  assert type(vars(Tensor)[name]).__name__ == "method_descriptor"
+  want, got = native.python_versions[(Tensor, name)](t, x), getattr(Tensor, name)(t, x)
+  if isinstance(x, list): assert got.tolist() == want.tolist() and got.dtype == want.dtype  # (each call makes a new tensor of x)
+  else: assert got.uop is want.uop and type(got) is type(want)
+
+@pytest.mark.parametrize("bounds", [((-1.0,), {}), ((None, 2),), ((), {"min": 0}), ((), {"max_": 0.5}), ((1, 0),), ((math.nan,), {}),
+                                    ((), {"min": 1, "min_": 2}), ((), {}), ((None, None),), ((), {"bad": 1})], ids=repr)
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.bfloat16, dtypes.int32], ids=str)
+def test_clip_matches_python(bounds, dtype):
+  args, kw = (bounds[0], bounds[1]) if len(bounds) == 2 else (bounds[0], {})
+  t = Tensor.ones(2, 3, dtype=dtype) + 0
+  python_clip = native.python_versions[(Tensor, "clip")]
+  try: want = python_clip(t, *args, **kw)
+  except Exception as e:
+    with pytest.raises(type(e)): t.clip(*args, **kw)
+    return
+  got = t.clip(*args, **kw)
+  assert got.uop is want.uop and got.uop.__dict__.get(ops.DERIVATIVE, (None,))[0] == want.uop.__dict__.get(ops.DERIVATIVE, (None,))[0]
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16, dtypes.int32, dtypes.bool], ids=str)
+def test_relu_matches_python(dtype):
+  t = Tensor.ones(2, 3, dtype=dtype) + 0 if dtype != dtypes.bool else Tensor.ones(2, 3, dtype=dtype)
+  want = native.python_versions[(Tensor, "relu")](t)
+  assert t.relu().uop is want.uop is python_version(UOp, "relu")(t.uop)
