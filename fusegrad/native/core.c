@@ -6,6 +6,7 @@
    Every object this module needs from Python is handed over once by setup(): it imports nothing of fusegrad. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <string.h>
 
@@ -17,6 +18,29 @@ static PyObject *lazy, *tensor_unregister, *tensor_const, *CMPLT, *WHERE, *DERIV
 /* interned attribute names and the empty tuple */
 static PyObject *s_op, *s_dtype, *s_src, *s_arg, *s_key, *s_group, *s_uop, *s_ref, *s_shape, *s_vshape, *s_device,
                 *s_tensor_level, *s_stop, *s_shrink, *s_binds, *s_order, *empty_tuple;
+
+/* KeyRef's `key` and _TensorRef's `group` slots (helpers.py, tensor/tensor.py), read and written as their member
+   descriptors do, without the attribute lookup (every node and tensor sets them once, and reads them when it dies) */
+static PyMemberDef *ref_key, *ref_group;
+static PyObject *get_member(PyObject *o, PyMemberDef *m) { return PyMember_GetOne((const char *)o, m); }
+static int set_member(PyObject *o, PyMemberDef *m, PyObject *v) { return PyMember_SetOne((char *)o, m, v); }
+static PyMemberDef *member_of(PyObject *type, const char *name) {
+  PyObject *descr = PyObject_GetAttrString(type, name);
+  if (!descr) return NULL;
+  PyMemberDef *m = Py_IS_TYPE(descr, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)descr)->d_member : NULL;
+  Py_DECREF(descr);  /* (the class keeps it) */
+  if (!m) PyErr_Format(PyExc_TypeError, "%R.%s is not a slot", type, name);
+  return m;
+}
+
+/* type(obj, callback) for a weakref subclass, by its constructor alone (weakref's __init__ only checks the arguments) */
+static PyObject *new_ref(PyObject *type, PyObject *obj, PyObject *callback) {
+  PyObject *args = PyTuple_Pack(2, obj, callback);
+  if (!args) return NULL;
+  PyObject *ref = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, args, NULL);
+  Py_DECREF(args);
+  return ref;
+}
 
 /* ---- hash-consing: UOpMeta.__call__ and _arg_key (ops.py) */
 
@@ -74,9 +98,9 @@ static PyObject *uop_get(PyObject *op, PyObject *dtype, PyObject *src, PyObject 
   if (!ret) { Py_DECREF(key); return NULL; }
   if (PyObject_SetAttr(ret, s_op, op) || PyObject_SetAttr(ret, s_dtype, dtype) || PyObject_SetAttr(ret, s_src, src) ||
       PyObject_SetAttr(ret, s_arg, arg)) goto fail;
-  ref = PyObject_CallFunctionObjArgs(KeyRef, ret, ucache_forget, NULL);
+  ref = new_ref(KeyRef, ret, ucache_forget);
   if (!ref) goto fail;
-  if (PyObject_SetAttr(ref, s_key, key) || PyDict_SetItem(ucache_refs, key, ref)) { Py_DECREF(ref); goto fail; }
+  if (set_member(ref, ref_key, key) || PyDict_SetItem(ucache_refs, key, ref)) { Py_DECREF(ref); goto fail; }
   Py_DECREF(ref);
   Py_DECREF(key);
   return ret;
@@ -108,7 +132,7 @@ static PyObject *uop_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 /* WeakValueCache._forget for the node cache, and _unregister (tensor.py) for the live-tensor registry: a dead value's
    reference leaves its dict, unless the key was rebuilt with a new value meanwhile */
 static int drop_ref(PyObject *group, PyObject *ref) {
-  PyObject *key = PyObject_GetAttr(ref, s_key);
+  PyObject *key = get_member(ref, ref_key);
   if (!key) return -1;
   PyObject *cur = PyDict_GetItemWithError(group, key);
   int rc = (cur == ref) ? PyDict_DelItem(group, key) : (PyErr_Occurred() ? -1 : 0);
@@ -120,7 +144,7 @@ static PyObject *forget(PyObject *self, PyObject *ref) {
   Py_RETURN_NONE;
 }
 static PyObject *unregister(PyObject *self, PyObject *ref) {
-  PyObject *group = PyObject_GetAttr(ref, s_group);
+  PyObject *group = get_member(ref, ref_group);
   if (!group) return NULL;
   int rc = group == Py_None ? 0 : drop_ref(group, ref);
   Py_DECREF(group);
@@ -199,9 +223,9 @@ static PyObject *wrap(PyObject *cls, PyObject *u) {
   if (!t) return NULL;
   PyObject *ref = NULL, *id = NULL;
   if (PyObject_SetAttr(t, s_uop, u)) goto fail;
-  if (!(ref = PyObject_CallFunctionObjArgs(TensorRef, t, tensor_unregister, NULL))) goto fail;
+  if (!(ref = new_ref(TensorRef, t, tensor_unregister))) goto fail;
   if (!(id = PyLong_FromVoidPtr(t))) goto fail;
-  if (PyObject_SetAttr(ref, s_key, id) || PyObject_SetAttr(ref, s_group, lazy) || PyObject_SetAttr(t, s_ref, ref) ||
+  if (set_member(ref, ref_key, id) || set_member(ref, ref_group, lazy) || PyObject_SetAttr(t, s_ref, ref) ||
       PyDict_SetItem(lazy, id, ref)) goto fail;
   Py_DECREF(ref);
   Py_DECREF(id);
@@ -524,13 +548,6 @@ static PyObject *const_key(PyObject *v) {
   return PyTuple_Pack(2, (PyObject *)Py_TYPE(v), v);
 }
 
-/* refs[u] as a new int reference, or NULL with an exception */
-static PyObject *ref_of(PyObject *refs, PyObject *u) {
-  PyObject *r = PyDict_GetItemWithError(refs, u);
-  if (!r && !PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "walk: a source was not keyed before its user");
-  return Py_XNewRef(r);
-}
-
 /* a node's field, borrowed from its __dict__ (where UOpMeta puts op, dtype, src and arg); NULL with an error if absent */
 static PyObject *field(PyObject *d, PyObject *name) {
   PyObject *v = PyDict_GetItemWithError(d, name);
@@ -553,36 +570,61 @@ static int push(Stack *st, PyObject *u) {
   return 0;
 }
 
-/* key.append(ent) and refs[u] = its index; steals ent */
-static int add_entry(PyObject *key, PyObject *refs, PyObject *u, PyObject *ent) {
-  if (!ent) return -1;
-  PyObject *n = PyLong_FromSsize_t(PyList_GET_SIZE(key));
-  int rc = (!n || PyDict_SetItem(refs, u, n) || PyList_Append(key, ent)) ? -1 : 0;
-  Py_XDECREF(n);
-  Py_DECREF(ent);
-  return rc;
+/* the walk's nodes by address (open addressing): each seen node, with its entry's position in the key once it has one
+   (an int it owns; NULL before) */
+typedef struct { PyObject *node, *pos; } Slot;
+typedef struct { Slot *slots; size_t mask, n; } Seen;
+static Slot *slot_of(Seen *m, PyObject *u) {
+  size_t i = ((size_t)u >> 4) * 0x9E3779B97F4A7C15ull >> 20 & m->mask;
+  while (m->slots[i].node && m->slots[i].node != u) i = (i + 1) & m->mask;
+  return &m->slots[i];
+}
+/* u's slot, added if new (*added says which); NULL: out of memory */
+static Slot *see(Seen *m, PyObject *u, int *added) {
+  if (2 * (m->n + 1) > m->mask + 1) {  /* (kept at most half full) */
+    Seen bigger = {PyMem_Calloc(2 * (m->mask + 1), sizeof(Slot)), 2 * m->mask + 1, m->n};
+    if (!bigger.slots) { PyErr_NoMemory(); return NULL; }
+    for (size_t i = 0; i <= m->mask; i++) if (m->slots[i].node) *slot_of(&bigger, m->slots[i].node) = m->slots[i];
+    PyMem_Free(m->slots);
+    *m = bigger;
+  }
+  Slot *sl = slot_of(m, u);
+  if ((*added = !sl->node)) { sl->node = u; m->n++; }
+  return sl;
+}
+/* the position of u's entry (borrowed), or NULL with an error */
+static PyObject *pos_of(Seen *m, PyObject *u) {
+  PyObject *p = slot_of(m, u)->pos;
+  if (!p) PyErr_SetString(PyExc_KeyError, "walk: a source was not keyed before its user");
+  return p;
+}
+static void free_seen(Seen *m) {
+  for (size_t i = 0; m->slots && i <= m->mask; i++) Py_XDECREF(m->slots[i].pos);
+  PyMem_Free(m->slots);
 }
 
 /* walk(w, sink, key) -> ok: cache._walk. Appends the scheduler's toposort to w.order and each node's entry to key (a
    list holding the key's header), numbers w.binds; entries of stop nodes (BUFFERs and realized nodes) come from w._stop(u),
-   those of SHRINKs that are windows from w._shrink(u, refs). ok is False where the graph cannot be keyed. */
+   those of SHRINKs that are windows from w._shrink(u, source position). ok is False where the graph cannot be keyed. */
 static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
   if (nargs != 3) return PyErr_Format(PyExc_TypeError, "walk takes 3 arguments");
   PyObject *w = args[0], *key = args[2];
-  PyObject *order = PyObject_GetAttr(w, s_order), *binds = PyObject_GetAttr(w, s_binds);
-  PyObject *refs = PyDict_New(), *seen = PySet_New(NULL), *ret = NULL, *d = NULL, *pos = NULL;
+  PyObject *order = PyObject_GetAttr(w, s_order), *binds = PyObject_GetAttr(w, s_binds), *ret = NULL, *d = NULL;
   Stack st = {NULL, 0, 0};
-  int ok = 1;
-  if (!order || !binds || !refs || !seen || push(&st, args[1])) goto done;
+  Seen seen = {PyMem_Calloc(512, sizeof(Slot)), 511, 0};
+  int ok = 1, added;
+  if (!seen.slots) { PyErr_NoMemory(); goto done; }
+  if (!order || !binds || push(&st, args[1])) goto done;
   /* a NULL on the stack means "the node under it has all its sources done"; sources are pushed even when seen and
      skipped when popped: toposort's order without a filter */
   while (st.n) {
-    PyObject *u = st.items[--st.n], *op, *src;
+    PyObject *u = st.items[--st.n], *op, *src, *ent;
+    Slot *sl;
     Py_CLEAR(d);
     if (u) {
-      int s = PySet_Contains(seen, u);
-      if (s) { if (s < 0) goto done; continue; }
-      if (PySet_Add(seen, u) || !(d = node_dict(u)) || !(op = field(d, s_op))) goto done;
+      if (!(sl = see(&seen, u, &added))) goto done;
+      if (!added) continue;
+      if (!(d = node_dict(u)) || !(op = field(d, s_op))) goto done;
       int realized = PyDict_Contains(d, REALIZED);
       if (realized < 0) goto done;
       if (op != BUFFER && !realized) {
@@ -594,11 +636,13 @@ static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
       }
       /* a stop node: toposort appends it right away */
       if (PyList_Append(order, u)) goto done;
-      if (ok) {
-        PyObject *ent = PyObject_CallMethodOneArg(w, s_stop, u);
-        if (ent == Py_None) { ok = 0; Py_DECREF(ent); }
-        else if (add_entry(key, refs, u, ent)) goto done;
-      }
+      if (!ok) continue;
+      if (!(ent = PyObject_CallMethodOneArg(w, s_stop, u))) goto done;
+      if (ent == Py_None) { ok = 0; Py_DECREF(ent); continue; }
+      sl = slot_of(&seen, u);  /* (the callback may not add nodes, but look again all the same) */
+      int bad = !(sl->pos = PyLong_FromSsize_t(PyList_GET_SIZE(key))) || PyList_Append(key, ent);
+      Py_DECREF(ent);
+      if (bad) goto done;
       continue;
     }
     u = st.items[--st.n];
@@ -606,25 +650,28 @@ static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (!ok) continue;
     if (!(d = node_dict(u)) || !(op = field(d, s_op))) goto done;
     if (op == COPY) { ok = 0; continue; }  /* a device transfer is not worth keying */
-    PyObject *val = op_value(op), *dtype = field(d, s_dtype), *ent = NULL;
-    if (!val || !dtype || !(src = field(d, s_src))) goto done;
-    Py_CLEAR(pos);
-    if (!(pos = PyLong_FromSsize_t(PyList_GET_SIZE(key)))) goto done;
+    PyObject *val = op_value(op), *dtype = field(d, s_dtype), *pos;
+    if (!val || !dtype || !(src = field(d, s_src)) || !(pos = PyLong_FromSsize_t(PyList_GET_SIZE(key)))) goto done;
+    slot_of(&seen, u)->pos = pos;
     if (op == BIND) {
       PyObject *n = PyLong_FromSsize_t(PyDict_GET_SIZE(binds)), *r;
       if (!n) goto done;
       r = PyDict_SetDefault(binds, u, n);
       Py_DECREF(n);
-      if (!r || !(r = ref_of(refs, PyTuple_GET_ITEM(src, 0)))) goto done;
-      int bad = PyDict_SetItem(refs, u, pos) || PyList_Append(key, val) || PyList_Append(key, dtype) || PyList_Append(key, r);
-      Py_DECREF(r);
-      if (bad) goto done;
+      if (!r || !(r = pos_of(&seen, PyTuple_GET_ITEM(src, 0))) || PyList_Append(key, val) || PyList_Append(key, dtype) ||
+          PyList_Append(key, r)) goto done;
       continue;
     }
     if (op == SHRINK) {  /* a window of an input, or None: then keyed as any node */
-      if (!(ent = PyObject_CallMethodObjArgs(w, s_shrink, u, refs, NULL))) goto done;
-      if (ent != Py_None) { if (add_entry(key, refs, u, ent)) goto done; continue; }
-      Py_CLEAR(ent);
+      PyObject *r = pos_of(&seen, PyTuple_GET_ITEM(src, 0));
+      if (!r || !(ent = PyObject_CallMethodObjArgs(w, s_shrink, u, r, NULL))) goto done;
+      if (ent != Py_None) {
+        int bad = PyList_Append(key, ent);
+        Py_DECREF(ent);
+        if (bad) goto done;
+        continue;
+      }
+      Py_DECREF(ent);
     }
     /* (op value, dtype, arg, source count, source positions), flat in the key */
     Py_ssize_t n = PyTuple_GET_SIZE(src);
@@ -635,21 +682,18 @@ static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     Py_XDECREF(k);
     Py_DECREF(count);
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
-      PyObject *r = ref_of(refs, PyTuple_GET_ITEM(src, i));
+      PyObject *r = pos_of(&seen, PyTuple_GET_ITEM(src, i));
       bad = !r || PyList_Append(key, r);
-      Py_XDECREF(r);
     }
-    if (bad || PyDict_SetItem(refs, u, pos)) goto done;
+    if (bad) goto done;
   }
   ret = PyBool_FromLong(ok);
 done:
   PyMem_Free(st.items);
+  free_seen(&seen);
   Py_XDECREF(d);
-  Py_XDECREF(pos);
   Py_XDECREF(order);
   Py_XDECREF(binds);
-  Py_XDECREF(refs);
-  Py_XDECREF(seen);
   return ret;
 }
 
@@ -675,6 +719,8 @@ static PyObject *setup(PyObject *mod, PyObject *objs) {
       take(objs, "DERIVATIVE", &DERIVATIVE) || take(objs, "relu_vjp", &relu_vjp) || take(objs, "relu_py", &relu_py) ||
       take(objs, "tensor_relu_py", &tensor_relu_py) || take(objs, "tensor_clip_py", &tensor_clip_py) || take(objs, "partial", &partial) ||
       take(objs, "clamp_vjp", &clamp_vjp)) return NULL;
+  if (!(ref_key = member_of(KeyRef, "key")) || !(ref_group = member_of(TensorRef, "group"))) return NULL;
+  if (!PyType_IsSubtype((PyTypeObject *)TensorRef, (PyTypeObject *)KeyRef)) return PyErr_Format(PyExc_TypeError, "TensorRef must be a KeyRef");
   Py_RETURN_NONE;
 }
 

@@ -33,10 +33,11 @@ class Walk:
     """The entry of a node the walk stops at: an input BUFFER or an already-realized node."""
     return self._input(u) if u.op is Ops.BUFFER else self._realized(realized_view(u))
 
-  def _shrink(self, u: UOp, refs: dict) -> tuple | None:
-    """The entry of a SHRINK that is a window of an input (its sizes and window number, not its start), else None."""
+  def _shrink(self, u: UOp, src_pos: int) -> tuple | None:
+    """The entry of a SHRINK that is a window of an input (its sizes and window number, not its start), else None;
+    src_pos is its source's entry's position in the key."""
     if (win := self._window(u)) is None: return None
-    return (u.op._value_, u.dtype, tuple([e - b for b, e in u.arg]), refs[u.src[0]], self.windows.setdefault(win, len(self.windows)))
+    return (u.op._value_, u.dtype, tuple([e - b for b, e in u.arg]), src_pos, self.windows.setdefault(win, len(self.windows)))
 
   @staticmethod
   def _window(u: UOp) -> tuple | None:
@@ -110,7 +111,7 @@ def _walk(w: Walk, sink: UOp, key: list) -> bool:
       binds.setdefault(u, len(binds))
       refs[u] = len(key)
       key += (op._value_, u.dtype, refs[u.src[0]])
-    elif op is SHRINK and (ent := w._shrink(u, refs)) is not None:
+    elif op is SHRINK and (ent := w._shrink(u, refs[u.src[0]])) is not None:
       refs[u] = len(key)
       key.append(ent)
     else:
