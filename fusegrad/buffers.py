@@ -18,7 +18,7 @@ _realized: weakref.WeakSet[UOp] = weakref.WeakSet()  # the nodes with a realized
 
 def new_buffer_uop(device: str, size: int, dtype: DType, buf: Buffer | None = None) -> UOp:
   """A new BUFFER uop naming `buf` (default: a new, not yet allocated Buffer)."""
-  u = UOp(Ops.BUFFER, dtype, (UOp(Ops.DEVICE, arg=device),), (next(_buffer_ids), size))
+  u = UOp(Ops.BUFFER, dtype, (UOp.device_node(device),), (next(_buffer_ids), size))
   u.__dict__[_BUFFER] = buf if buf is not None else Buffer(device, size, dtype)
   return u
 

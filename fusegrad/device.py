@@ -76,21 +76,32 @@ def is_dtype_supported(dtype: DType, device: str | None = None) -> bool:
 # Freed device memory is kept per (device, size) and handed to the next buffer of that size: fresh memory costs a
 # page fault per 4 KiB on first touch, which for a training step's large activations costs more than the kernels.
 ALLOC_CACHE_BYTES = 1 << 30
-_free_lists: dict[tuple[str, int], list] = {}
-_lru: list[tuple[str, int]] = []
+_free_lists: dict[tuple[str, int], list] = {}  # (device, bytes) -> freed memory, the most recently freed last
+_cached_bytes = 0
+# the keys of _free_lists in the order memory was last freed into them, oldest first: a full cache drops the oldest
+# memory of the key freed into least recently (every step is O(1): a model's many sizes made a scan per free costly)
+_lru: dict[tuple[str, int], None] = {}
 
 def _cached_alloc(device: str, nbytes: int):
-  if mems := _free_lists.get((device, nbytes)):
-    _lru.remove((device, nbytes))
-    return mems.pop()
+  global _cached_bytes
+  if mems := _free_lists.get(key := (device, nbytes)):
+    _cached_bytes -= nbytes
+    mem = mems.pop()
+    if not mems: del _lru[key]
+    return mem
   return Device[device].allocator.alloc(nbytes)
 
-def _trim_cache():
-  cached = sum(n * len(v) for (_, n), v in _free_lists.items())
-  while cached > ALLOC_CACHE_BYTES and _lru:
-    key = _lru.pop(0)
-    _free_lists[key].pop(0)
-    cached -= key[1]
+def _cache_freed(device: str, nbytes: int, mem) -> None:
+  global _cached_bytes
+  _free_lists.setdefault(key := (device, nbytes), []).append(mem)
+  _lru.pop(key, None)
+  _lru[key] = None
+  _cached_bytes += nbytes
+  while _cached_bytes > ALLOC_CACHE_BYTES and _lru:
+    oldest = next(iter(_lru))
+    (mems := _free_lists[oldest]).pop(0)
+    if not mems: del _lru[oldest]
+    _cached_bytes -= oldest[1]
 
 # Every write through the runtime (a kernel's output, a copy) gives the buffer a new number from this one counter, so
 # (buffer, contents) pairs never repeat: a TinyJit replay skips a kernel whose buffers all carry the numbers they had
@@ -119,9 +130,7 @@ class Buffer:
     if getattr(self, "_mem", None) is not None:
       GlobalCounters.mem_used -= self.nbytes
       if getattr(self, "_exported", False): return  # a memoryview from .data() may still point at it: never reuse
-      _free_lists.setdefault((self.device, self.nbytes), []).append(self._mem)
-      _lru.append((self.device, self.nbytes))
-      _trim_cache()
+      _cache_freed(self.device, self.nbytes, self._mem)
   def copyin(self, data: bytes | memoryview):
     mv = memoryview(data).cast("B")
     if mv.nbytes != self.nbytes: raise ValueError(f"copyin of {mv.nbytes} bytes into a buffer of {self.nbytes} bytes ({self.size} x {self.dtype})")

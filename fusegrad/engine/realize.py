@@ -24,16 +24,16 @@ def is_capturing() -> bool: return _capturing is not None
 
 def run_schedule(schedule: list[ScheduleItem]):
   schedule = [si for si in schedule if si.bufs[0].size]  # an empty output has nothing to compute (nor compile)
-  if DEBUG >= 3 and schedule:
+  if DEBUG.value >= 3 and schedule:
     print(f"schedule: {len(schedule)} item(s)")
     for i, si in enumerate(schedule):
       kind = "copy" if si.ast.src[0].op is Ops.COPY else "kernel"
       print(f"  {i:3d} {kind:6s} -> {si.bufs[0]}  inputs {list(si.bufs[1:])}" + (f"  vars {[(v.arg[0], x) for v, x in si.var_vals]}" if si.var_vals else ""))
-  if not BEAM and len(schedule) > 1:  # a cold schedule compiles its kernels in parallel (BEAM times them one by one)
+  if not BEAM.value and len(schedule) > 1:  # a cold schedule compiles its kernels in parallel (BEAM times them one by one)
     kernels = [(si.device, si.ast) for si in schedule if si.ast.src[0].op is not Ops.COPY]
     if kernels: compile_ahead(kernels, getattr(Device[kernels[0][0]], "compile_workers", 1))
   for si in schedule:
-    prg = None if si.ast.src[0].op is Ops.COPY else get_program(si.device, si.ast, _beam_choice(si))
+    prg = None if si.ast.src[0].op is Ops.COPY else get_program(si.device, si.ast, _beam_choice(si) if BEAM.value else None)
     if _capturing is not None: _capturing.append((si, prg))
     launch(si, prg, si.bufs, dict(si.var_vals))
 

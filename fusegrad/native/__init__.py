@@ -66,6 +66,7 @@ def install() -> None:
   from fusegrad.dtype import dtypes
   from fusegrad.tensor import tensor, elementwise
   from fusegrad.schedule import cache
+  from fusegrad.runtime import ops_cpu
   mod.setup(dict(UOp=ops.UOp, Tensor=tensor.Tensor, KeyRef=ops.KeyRef, TensorRef=tensor._TensorRef, ucache_refs=ops.UOpMeta.ucache.refs,
                  ucache_forget=mod.forget, INTS=ops._INTS, void=dtypes.void, bool=dtypes.bool, op_values={op: op._value_ for op in ops.Ops},
                  BUFFER=ops.Ops.BUFFER, RESHAPE=ops.Ops.RESHAPE, BIND=ops.Ops.BIND, CONST=ops.Ops.CONST, COPY=ops.Ops.COPY, SHRINK=ops.Ops.SHRINK,
@@ -73,14 +74,15 @@ def install() -> None:
                  consts=ops._consts, lazy=tensor._lazy, tensor_const=ops.OpBuilder.tensor_const, tensor_unregister=mod.unregister,
                  CMPLT=ops.Ops.CMPLT, WHERE=ops.Ops.WHERE, DERIVATIVE=ops.DERIVATIVE, relu_vjp=ops._relu_vjp, relu_py=ops.OpBuilder.relu,
                  tensor_relu_py=elementwise.ElementwiseMixin.relu, tensor_clip_py=elementwise.ElementwiseMixin.clip, partial=functools.partial,
-                 clamp_vjp=elementwise._clamp_vjp))
+                 clamp_vjp=elementwise._clamp_vjp, ops_cpu=ops_cpu))
   for owner, name, fn in [(ops.UOpMeta, "__call__", mod.uop_new),  # (a builtin is not bound: it is called without cls)
                           (ops.UOpMeta.ucache, "forget", mod.forget), (ops, "_elementwise", mod.elementwise),
                           (elementwise, "_elementwise", mod.elementwise), (ops.OpBuilder, "tensor_const", staticmethod(mod.tensor_const)),
                           (tensor._TensorMeta, "__call__", mod.method("tensor_call", tensor._TensorMeta)),
                           (ops.UOp, "relu", mod.method("uop_relu", ops.UOp)), (tensor.Tensor, "relu", mod.method("tensor_relu", tensor.Tensor)),
                           (tensor.Tensor, "clip", mod.method("tensor_clip", tensor.Tensor)), (tensor.Tensor, "clamp", mod.method("tensor_clip", tensor.Tensor)), (tensor, "_unregister", mod.unregister),
-                          (elementwise, "_fast_binary", mod.fast_binary), (cache, "_walk", mod.walk)]:
+                          (elementwise, "_fast_binary", mod.fast_binary), (cache, "_walk", mod.walk),
+                          (ops_cpu, "_run_task", mod.run_task)]:
     python_versions[(owner, name)] = owner.__dict__.get(name, getattr(owner, name))
     setattr(owner, name, fn)
   mixin = elementwise.ElementwiseMixin

@@ -7,7 +7,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* set by setup() */
@@ -16,7 +18,7 @@ static PyObject *BUFFER, *RESHAPE, *BIND, *CONST, *COPY, *SHRINK, *REALIZED, *fl
 static PyObject *lazy, *tensor_unregister, *tensor_const, *CMPLT, *WHERE, *DERIVATIVE, *relu_vjp, *relu_py, *tensor_relu_py,
                 *tensor_clip_py, *partial, *clamp_vjp, *zero_int, *minus_zero;
 /* interned attribute names and the empty tuple */
-static PyObject *s_op, *s_dtype, *s_src, *s_arg, *s_key, *s_group, *s_uop, *s_ref, *s_shape, *s_vshape, *s_device,
+static PyObject *ops_cpu, *s_params, *s_task_addr, *s_parallel, *s_cpu_count, *s_pool_address, *s_op, *s_dtype, *s_src, *s_arg, *s_key, *s_group, *s_uop, *s_ref, *s_shape, *s_vshape, *s_device,
                 *s_tensor_level, *s_stop, *s_shrink, *s_binds, *s_order, *empty_tuple;
 
 /* KeyRef's `key` and _TensorRef's `group` slots (helpers.py, tensor/tensor.py), read and written as their member
@@ -206,13 +208,38 @@ static PyObject *const_memo(PyObject *value, PyObject *dtype, PyObject *device, 
   return c;
 }
 
-/* OpBuilder.tensor_const(value, dtype, device, shape): the memo's node, else the Python function's */
+/* The last constants asked for, by the identity of (value, dtype, device, shape), each entry holding all five alive: an
+   eager program's scalars are the same objects call after call (`x * 1.01` in a loop), and keying the memo (a tuple of
+   five, a float's hash) cost about as much as the rest of the op. Holding the node alive, the entry gives what the
+   memo would: the memo's node, or, once evicted from it, the same node rebuilt (hash-consing finds the live one). */
+#define RECENT_CONSTS 64
+static struct { PyObject *value, *dtype, *device, *shape, *node; } recent[RECENT_CONSTS];
+
+/* OpBuilder.tensor_const(value, dtype, device, shape) as a new reference: a recent entry, the memo's node, else the
+   Python function's */
+static PyObject *const_node(PyObject *value, PyObject *dtype, PyObject *device, PyObject *shape) {
+  size_t h = ((size_t)value >> 4) ^ ((size_t)shape >> 4) * 31 ^ ((size_t)dtype >> 4) * 7 ^ ((size_t)device >> 4) * 3;
+  h = (h * 0x9E3779B97F4A7C15ull) >> 58;  /* (the top 6 bits: RECENT_CONSTS entries) */
+  if (recent[h].value == value && recent[h].dtype == dtype && recent[h].device == device && recent[h].shape == shape)
+    return Py_NewRef(recent[h].node);
+  PyObject *c = const_memo(value, dtype, device, shape);
+  if (c) Py_INCREF(c);
+  else if (PyErr_Occurred()) return NULL;
+  else {
+    PyObject *args[4] = {value, dtype, device, shape};
+    if (!(c = PyObject_Vectorcall(tensor_const, args, 4, NULL))) return NULL;
+  }
+  /* the old entry is let go of only once the new one is whole (freeing it may run code that asks for a constant) */
+  PyObject *old[5] = {recent[h].value, recent[h].dtype, recent[h].device, recent[h].shape, recent[h].node};
+  recent[h].value = Py_NewRef(value); recent[h].dtype = Py_NewRef(dtype); recent[h].device = Py_NewRef(device);
+  recent[h].shape = Py_NewRef(shape); recent[h].node = Py_NewRef(c);
+  for (int i = 0; i < 5; i++) Py_XDECREF(old[i]);
+  return c;
+}
+
 static PyObject *py_tensor_const(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
   if (nargs != 4) return PyErr_Format(PyExc_TypeError, "tensor_const takes 4 arguments");
-  PyObject *c = const_memo(args[0], args[1], args[2], args[3]);
-  if (c) return Py_NewRef(c);
-  if (PyErr_Occurred()) return NULL;
-  return PyObject_Vectorcall(tensor_const, args, 4, NULL);
+  return const_node(args[0], args[1], args[2], args[3]);
 }
 
 /* A new tensor of class cls holding node u: Tensor.__init__(u) and _register for a node that is no BUFFER or RESHAPE
@@ -266,9 +293,7 @@ static PyObject *fast_alu(PyObject *self, PyObject *op, PyObject *x, int reverse
     if (!same) goto none;
     c = Py_NewRef(x);
   } else if (PyLong_CheckExact(x) || PyFloat_CheckExact(x)) {
-    if ((c = const_memo(x, dtype, device, shape))) Py_INCREF(c);
-    else if (PyErr_Occurred()) goto error;
-    else if (!(c = PyObject_CallFunctionObjArgs(tensor_const, x, dtype, device, shape, NULL))) goto error;
+    if (!(c = const_node(x, dtype, device, shape))) goto error;
   } else goto none;
   int cmp = PySet_Contains(comparisons, op);
   if (cmp < 0) goto error;
@@ -420,10 +445,6 @@ done:
   return ret;
 }
 
-static PyObject *constant(PyObject *v, PyObject *dtype, PyObject *device, PyObject *shape) {
-  PyObject *args[4] = {v, dtype, device, shape};
-  return py_tensor_const(NULL, args, 4);
-}
 
 /* y.__dict__[DERIVATIVE] = ((x,), vjp); steals vjp */
 static int set_derivative(PyObject *y, PyObject *x, PyObject *vjp) {
@@ -438,7 +459,7 @@ static PyObject *relu_node(PyObject *u) {
   PyObject *d = NULL, *shape, *device, *dtype, *zero = NULL, *below = NULL, *ret = NULL;
   int is = float_node(u, &d, &shape, &device, &dtype);
   if (is <= 0) { Py_XDECREF(d); return is < 0 ? NULL : Py_NewRef(Py_None); }
-  if ((zero = constant(zero_int, dtype, device, shape)) && (below = constant(minus_zero, dtype, device, shape)) &&
+  if ((zero = const_node(zero_int, dtype, device, shape)) && (below = const_node(minus_zero, dtype, device, shape)) &&
       (ret = where_less(u, below, zero, u, dtype, shape, device)) && set_derivative(ret, u, Py_NewRef(relu_vjp))) Py_CLEAR(ret);
   Py_XDECREF(zero); Py_XDECREF(below); Py_DECREF(d);
   return ret;
@@ -505,7 +526,7 @@ static PyObject *tensor_clip(PyObject *self, PyObject *const *args, Py_ssize_t n
   PyObject *bounds[2] = {lo, hi};
   for (int i = 0; i < 2; i++) {
     if (bounds[i] == Py_None) continue;
-    PyObject *c = constant(bounds[i], dtype, device, shape), *next;
+    PyObject *c = const_node(bounds[i], dtype, device, shape), *next;
     if (!c) goto done;
     next = i == 0 ? where_less(out, c, c, out, dtype, shape, device) : where_less(c, out, c, out, dtype, shape, device);
     Py_DECREF(c);
@@ -697,6 +718,57 @@ done:
   return ret;
 }
 
+/* ---- launching a CPU kernel: runtime/ops_cpu._run_task(prg, mems, var_vals) */
+
+typedef void (*task_fn)(void **bufs, const int *vars, int core_id, int n_cores);
+typedef int (*pool_fn)(task_fn fn, void **bufs, const int *vars, int n);
+#define MAX_ARGS 256
+
+/* an int as a C value (steals it); -1 with an error */
+static long long as_int(PyObject *v) {
+  if (!v) return -1;
+  long long r = PyLong_AsLongLong(v);
+  Py_DECREF(v);
+  return r;
+}
+
+/* on cpu_count() threads (looked up in runtime/ops_cpu at each call, as the Python version does) through
+   pool_address()'s pool if prg.parallel, else on one */
+static PyObject *run_task(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 3) return PyErr_Format(PyExc_TypeError, "_run_task takes 3 arguments");
+  PyObject *prg = args[0], *mems = args[1], *vals = args[2], *params = PyObject_GetAttr(prg, s_params);
+  void *bufs[MAX_ARGS];
+  int vars[MAX_ARGS];
+  long long task = params ? as_int(PyObject_GetAttr(prg, s_task_addr)) : -1, pool = 0, n = 1;
+  int parallel = task == -1 ? -1 : as_int(PyObject_GetAttr(prg, s_parallel));
+  if (parallel == 1 && (n = as_int(PyObject_CallMethodNoArgs(ops_cpu, s_cpu_count))) > 1) pool = as_int(PyObject_CallMethodNoArgs(ops_cpu, s_pool_address));
+  if (parallel == -1 || n == -1 || pool == -1) { Py_XDECREF(params); return NULL; }
+  Py_ssize_t np = PyTuple_Check(params) ? PyTuple_GET_SIZE(params) : -1, nv = PyList_Check(vals) ? PyList_GET_SIZE(vals) : -1;
+  if (np < 0 || !PyList_Check(mems) || nv < 0 || np > MAX_ARGS || nv > MAX_ARGS || !task || n < 1 || n > INT_MAX) {
+    Py_DECREF(params);
+    return PyErr_Format(PyExc_ValueError, "_run_task: bad program or arguments");
+  }
+  for (Py_ssize_t i = 0; i < np; i++) {  /* mems[param][1]: the buffer's address */
+    Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GET_ITEM(params, i));
+    PyObject *mem = (j >= 0 && j < PyList_GET_SIZE(mems)) ? PyList_GET_ITEM(mems, j) : NULL;
+    if (!mem || !PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) < 2) {
+      Py_DECREF(params);
+      return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "_run_task: no buffer for parameter %zd", i);
+    }
+    bufs[i] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(mem, 1));
+  }
+  Py_DECREF(params);
+  for (Py_ssize_t i = 0; i < nv; i++) vars[i] = (int)PyLong_AsLong(PyList_GET_ITEM(vals, i));  /* (ctypes' c_int: wraps) */
+  if (PyErr_Occurred()) return NULL;
+  task_fn fn = (task_fn)(uintptr_t)task;
+  int threads = (int)n;
+  Py_BEGIN_ALLOW_THREADS
+  if (threads == 1 || !pool || ((pool_fn)(uintptr_t)pool)(fn, bufs, vars, threads) != 0)
+    for (int i = 0; i < threads; i++) fn(bufs, vars, i, threads);  /* one thread, or no worker could be started */
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 /* ---- setup: the Python objects above, by name */
 
 static int take(PyObject *objs, const char *name, PyObject **slot) {
@@ -718,7 +790,7 @@ static PyObject *setup(PyObject *mod, PyObject *objs) {
       take(objs, "ucache_forget", &ucache_forget) || take(objs, "CMPLT", &CMPLT) || take(objs, "WHERE", &WHERE) ||
       take(objs, "DERIVATIVE", &DERIVATIVE) || take(objs, "relu_vjp", &relu_vjp) || take(objs, "relu_py", &relu_py) ||
       take(objs, "tensor_relu_py", &tensor_relu_py) || take(objs, "tensor_clip_py", &tensor_clip_py) || take(objs, "partial", &partial) ||
-      take(objs, "clamp_vjp", &clamp_vjp)) return NULL;
+      take(objs, "clamp_vjp", &clamp_vjp) || take(objs, "ops_cpu", &ops_cpu)) return NULL;
   if (!(ref_key = member_of(KeyRef, "key")) || !(ref_group = member_of(TensorRef, "group"))) return NULL;
   if (!PyType_IsSubtype((PyTypeObject *)TensorRef, (PyTypeObject *)KeyRef)) return PyErr_Format(PyExc_TypeError, "TensorRef must be a KeyRef");
   Py_RETURN_NONE;
@@ -736,6 +808,7 @@ static PyMethodDef methods[] = {
   {"tensor_const", (PyCFunction)(void (*)(void))py_tensor_const, METH_FASTCALL, "OpBuilder.tensor_const"},
   {"dunders", (PyCFunction)(void (*)(void))dunders, METH_FASTCALL, "Tensor's arithmetic dunders as method descriptors"},
   {"method", (PyCFunction)(void (*)(void))method, METH_FASTCALL, "a C method as a method descriptor of a type"},
+  {"run_task", (PyCFunction)(void (*)(void))run_task, METH_FASTCALL, "runtime/ops_cpu._run_task"},
   {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, "the schedule cache's Walk loop"},
   {NULL, NULL, 0, NULL}};
 
@@ -749,6 +822,10 @@ PyMODINIT_FUNC PyInit__fgcore(void) {
   s_shape = PyUnicode_InternFromString("shape"); s_vshape = PyUnicode_InternFromString("vshape");
   s_device = PyUnicode_InternFromString("device"); s_tensor_level = PyUnicode_InternFromString("tensor_level");
   s_stop = PyUnicode_InternFromString("_stop"); s_shrink = PyUnicode_InternFromString("_shrink");
+  s_params = PyUnicode_InternFromString("params"); s_task_addr = PyUnicode_InternFromString("task_addr");
+  s_parallel = PyUnicode_InternFromString("parallel"); s_cpu_count = PyUnicode_InternFromString("cpu_count");
+  s_pool_address = PyUnicode_InternFromString("pool_address");
+  if (!s_params || !s_task_addr || !s_parallel || !s_cpu_count || !s_pool_address) return NULL;
   s_binds = PyUnicode_InternFromString("binds"); s_order = PyUnicode_InternFromString("order");
   empty_tuple = PyTuple_New(0);
   zero_int = PyLong_FromLong(0);

@@ -51,6 +51,9 @@ class CPUProgram:
     self.task_ptr = ctypes.c_void_p(ctypes.cast(self.task, ctypes.c_void_p).value)
     self.n_globals, self.n_vars = len(spec.globals), len(spec.vars)
     self.parallel = spec.parallel and spec.flops >= PARALLEL_MIN_FLOPS
+    # (what the native core's _run_task calls: the task as an address, the buffers by parameter)
+    self.task_addr: int = self.task_ptr.value or 0
+    self.params = tuple(i for i, _ in spec.globals)
   def __del__(self, is_finalizing=sys.is_finalizing, dlclose=_dlclose):
     # unload the library once nothing can call it any more (the program cache evicted it and no TinyJit capture holds
     # it): each loaded kernel keeps its mappings resident. dlopen counts references, so another program from the same
@@ -64,12 +67,21 @@ class CPUProgram:
     drop an input, e.g. a zero-size one)."""
     return ((ctypes.c_void_p * max(self.n_globals, 1))(*[mems[i][1] for i, _ in self.spec.globals]),
             (ctypes.c_int * max(self.n_vars, 1))(*var_vals))
-  def __call__(self, mems: list, var_vals: list[int]): self.run(*self.args(mems, var_vals))
+  def __call__(self, mems: list, var_vals: list[int]): _run_task(self, mems, var_vals)
   def run(self, bufs, vars_):
     n = cpu_count() if self.parallel else 1
     if n == 1 or thread_pool()(self.task_ptr, bufs, vars_, n) != 0:
       for i in range(n): self.task(bufs, vars_, i, n)  # one thread, or no worker thread could be started
   def launcher(self, mems: list, var_vals: list[int]) -> CPULauncher: return CPULauncher(self, mems, var_vals)
+
+def _run_task(prg: CPUProgram, mems: list, var_vals: list[int]) -> None:
+  """Run prg's kernel on the buffers mems[i] for i in prg.params and var_vals, on cpu_count() threads if prg.parallel.
+  (fusegrad.native replaces it with a C version, which calls prg.task_addr and pool_address() without ctypes.)"""
+  prg.run(*prg.args(mems, var_vals))
+
+def pool_address() -> int:
+  """The C thread pool's pool_run as an address."""
+  return ctypes.cast(thread_pool(), ctypes.c_void_p).value or 0
 
 class CPULauncher:
   """A kernel with its arguments bound, called again and again (a TinyJit replay): it keeps its ctypes arrays, and a

@@ -493,8 +493,9 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   @staticmethod
   def _realize_all(*tensors: Tensor) -> None:
     # pending assigns happen with the next realize, as an in-place update would have (e.g. BatchNorm running stats)
-    tensors = tensors + tuple(t for r in list(_pending_assigns.values()) if (t := r()) is not None and not any(t is x for x in tensors))
-    _pending_assigns.clear()
+    if _pending_assigns:
+      tensors = tensors + tuple(t for r in list(_pending_assigns.values()) if (t := r()) is not None and not any(t is x for x in tensors))
+      _pending_assigns.clear()
     # a result that another tensor may already hold (computed before, or twice in this call: equal graphs are one node)
     # goes to one tensor only; the others keep the lazy node, which reads the buffer until a write invalidates it
     shared = {t.uop for t in tensors if buffers.is_realized(t.uop)}
@@ -516,7 +517,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
         # keep the lazy graph while it still leads to a tensor that needs a gradient (so y.numpy(); y.backward() works);
         # the realized map makes later kernels read the buffer instead of recomputing
         if not t._requires_grad:
-          if grad_leaves is None: grad_leaves = _grad_leaf_uops()
+          if grad_leaves is None: grad_leaves = _grad_leaf_uops() if _grad_tensors else ()
           if grad_leaves and any(u in grad_leaves for u in old.toposort(lambda u: u.op is Ops.DETACH)): continue
         if old in shared: continue
         shared.add(old)
@@ -529,7 +530,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   def realize(self, *lst: Tensor, do_update_stats: bool = True) -> Tensor:
     """Compute this tensor and those of lst (one schedule). do_update_stats is tinygrad's and changes nothing: the
     counters in GlobalCounters are always updated."""
-    Tensor.realize_all(self, *lst)
+    with _realize_lock: Tensor._realize_all(self, *lst)  # (realize_all, inlined)
     return self
   def __reduce__(self):
     """pickle and copy.deepcopy: the values travel as bytes of a contiguous copy, with dtype, device (a DISK tensor's

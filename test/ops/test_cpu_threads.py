@@ -3,7 +3,7 @@ any n (more threads than cores, more than output rows), from several Python thre
 import multiprocessing, threading
 import numpy as np
 import pytest
-from fusegrad import Tensor, Variable
+from fusegrad import Tensor, Variable, native
 from fusegrad.runtime import ops_cpu
 
 def _work(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -17,6 +17,9 @@ B = np.random.default_rng(1).standard_normal((96, 53), dtype=np.float32)
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 64])
 def test_any_thread_count(monkeypatch, n):
   monkeypatch.setattr(ops_cpu, "cpu_count", lambda: n)
+  np.testing.assert_allclose(_work(A, B), _want(A, B), rtol=1e-4, atol=1e-3)  # (the native core's launcher, where built)
+  # through ctypes, counting the pool's calls
+  monkeypatch.setattr(ops_cpu, "_run_task", native.python_versions.get((ops_cpu, "_run_task"), ops_cpu._run_task))
   calls = []
   real = ops_cpu.thread_pool()
   monkeypatch.setattr(ops_cpu, "thread_pool", lambda: lambda *a: calls.append(a[-1]) or real(*a))

@@ -176,3 +176,27 @@ def test_relu_matches_python(dtype):
   t = Tensor.ones(2, 3, dtype=dtype) + 0 if dtype != dtypes.bool else Tensor.ones(2, 3, dtype=dtype)
   want = native.python_versions[(Tensor, "relu")](t)
   assert t.relu().uop is want.uop is python_version(UOp, "relu")(t.uop)
+
+def test_the_kernel_launcher_matches_python():
+  """The C _run_task against ctypes' on a one-thread and an all-threads kernel of the CPU device, with a variable."""
+  from fusegrad.runtime import ops_cpu
+  from fusegrad.engine import realize
+  try: from fusegrad.device import Device; Device["CPU"]
+  except Exception as e: pytest.skip(f"no CPU device here: {e}")
+  v = Variable("k", 1, 10).bind(3)
+  for n in (16, 1 << 20):
+    outs = []
+    for run in (python_version(ops_cpu, "_run_task"), core.run_task):
+      prev, ops_cpu._run_task = ops_cpu._run_task, run
+      try:
+        realize._programs.clear()
+        x = Tensor.arange(n, device="CPU").float()
+        outs.append(((x * 2 + 1).tolist()[-3:], x[:v].sum().item(), x.reshape(-1, 16).sum(1).tolist()[-1]))
+      finally: ops_cpu._run_task = prev
+    assert outs[0] == outs[1]
+
+def test_bad_launch_arguments_raise():
+  class Prg: task_addr, parallel, params = 0, False, (0,)
+  with pytest.raises(ValueError): core.run_task(Prg(), [(None, 0, 4)], [])
+  Prg.task_addr = 1
+  with pytest.raises(ValueError): core.run_task(Prg(), [], [])
