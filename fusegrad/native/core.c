@@ -84,12 +84,56 @@ static PyObject *arg_key(PyObject *arg) {
 
 static PyObject *py_arg_key(PyObject *self, PyObject *arg) { return arg_key(arg); }
 
+/* The node cache's key where the Python version has the tuple (op, dtype, src, arg key): the same fields and equality,
+   with its hash kept. A tuple's hash is recomputed (its sources' hashes too) at every lookup, and a dead node's entry
+   is looked up twice (WeakValueCache._forget): that was about a third of freeing a graph. */
+typedef struct { PyObject_HEAD PyObject *f[4]; Py_hash_t hash; } NodeKey;
+static PyTypeObject NodeKeyType;
+
+static void nodekey_dealloc(PyObject *o) {
+  for (int i = 0; i < 4; i++) Py_XDECREF(((NodeKey *)o)->f[i]);
+  Py_TYPE(o)->tp_free(o);
+}
+static Py_hash_t nodekey_hash(PyObject *o) { return ((NodeKey *)o)->hash; }
+static PyObject *nodekey_richcompare(PyObject *a, PyObject *b, int op) {
+  if ((op != Py_EQ && op != Py_NE) || !Py_IS_TYPE(a, &NodeKeyType) || !Py_IS_TYPE(b, &NodeKeyType)) Py_RETURN_NOTIMPLEMENTED;
+  int eq = a == b || ((NodeKey *)a)->hash == ((NodeKey *)b)->hash;
+  for (int i = 0; i < 4 && eq && a != b; i++)
+    if ((eq = PyObject_RichCompareBool(((NodeKey *)a)->f[i], ((NodeKey *)b)->f[i], Py_EQ)) < 0) return NULL;
+  return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+static PyObject *nodekey_repr(PyObject *o) {
+  NodeKey *k = (NodeKey *)o;
+  return PyUnicode_FromFormat("NodeKey(%R, %R, %R, %R)", k->f[0], k->f[1], k->f[2], k->f[3]);
+}
+static PyTypeObject NodeKeyType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "fusegrad.native._fgcore.NodeKey", .tp_basicsize = sizeof(NodeKey), .tp_dealloc = nodekey_dealloc,
+  .tp_repr = nodekey_repr, .tp_hash = nodekey_hash, .tp_richcompare = nodekey_richcompare, .tp_flags = Py_TPFLAGS_DEFAULT,
+  .tp_doc = "the node cache's key: (op, dtype, src, arg key), its hash kept"};
+
+/* a new key for (op, dtype, src, arg key); steals ak */
+static PyObject *nodekey_new(PyObject *op, PyObject *dtype, PyObject *src, PyObject *ak) {
+  NodeKey *k = PyObject_New(NodeKey, &NodeKeyType);
+  if (!k) { Py_DECREF(ak); return NULL; }
+  k->f[0] = Py_NewRef(op); k->f[1] = Py_NewRef(dtype); k->f[2] = Py_NewRef(src); k->f[3] = ak;
+  Py_uhash_t acc = 0x27D4EB2F165667C5ull;  /* (xxHash's mixing, as tuple's hash) */
+  for (int i = 0; i < 4; i++) {
+    Py_hash_t h = PyObject_Hash(k->f[i]);
+    if (h == -1) { Py_DECREF(k); return NULL; }
+    acc += (Py_uhash_t)h * 0xC2B2AE3D27D4EB4Full;
+    acc = (acc << 31) | (acc >> 33);
+    acc *= 0x9E3779B185EBCA87ull;
+  }
+  k->hash = acc == (Py_uhash_t)-1 ? 1546275796 : (Py_hash_t)acc;
+  return (PyObject *)k;
+}
+
 /* the node for (op, dtype, src, arg): the live one if there is one, else a new one filed weakly in the cache */
 static PyObject *uop_get(PyObject *op, PyObject *dtype, PyObject *src, PyObject *arg) {
   PyObject *ak = arg_key(arg);
   if (!ak) return NULL;
-  PyObject *key = PyTuple_Pack(4, op, dtype, src, ak);
-  Py_DECREF(ak);
+  PyObject *key = nodekey_new(op, dtype, src, ak);
   if (!key) return NULL;
   PyObject *ref = PyDict_GetItemWithError(ucache_refs, key);  /* borrowed */
   if (ref) {
@@ -491,6 +535,21 @@ static int plain_bound(PyObject *b) {
   return b == Py_None || PyLong_CheckExact(b) || (PyFloat_CheckExact(b) && !isnan(PyFloat_AS_DOUBLE(b)));
 }
 
+/* partial(_clamp_vjp, lo, hi), the gradient rule of a clamp with constant bounds, kept for the last bounds (by identity,
+   as the recent constants): one rule object serves every clamp with those bounds */
+#define RECENT_RULES 16
+static struct { PyObject *lo, *hi, *rule; } rules[RECENT_RULES];
+static PyObject *clamp_rule(PyObject *lo, PyObject *hi) {
+  size_t h = (((size_t)lo >> 4) * 31 ^ ((size_t)hi >> 4)) * 0x9E3779B97F4A7C15ull >> 60;
+  if (rules[h].rule && rules[h].lo == lo && rules[h].hi == hi) return Py_NewRef(rules[h].rule);
+  PyObject *rule = PyObject_CallFunctionObjArgs(partial, clamp_vjp, lo, hi, NULL);
+  if (!rule) return NULL;
+  PyObject *old[3] = {rules[h].lo, rules[h].hi, rules[h].rule};
+  rules[h].lo = Py_NewRef(lo); rules[h].hi = Py_NewRef(hi); rules[h].rule = Py_NewRef(rule);
+  for (int i = 0; i < 3; i++) Py_XDECREF(old[i]);
+  return rule;
+}
+
 /* Tensor.clip(self, min_=None, max_=None, *, min=None, max=None) */
 static PyObject *tensor_clip(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   PyObject *lo = nargs > 0 ? args[0] : Py_None, *hi = nargs > 1 ? args[1] : Py_None;
@@ -533,7 +592,7 @@ static PyObject *tensor_clip(PyObject *self, PyObject *const *args, Py_ssize_t n
     Py_SETREF(out, next);
     if (!out) goto done;
   }
-  if (!set_derivative(out, u, PyObject_CallFunctionObjArgs(partial, clamp_vjp, lo, hi, NULL))) ret = wrap((PyObject *)Py_TYPE(self), out);
+  if (!set_derivative(out, u, clamp_rule(lo, hi))) ret = wrap((PyObject *)Py_TYPE(self), out);
 done:
   Py_XDECREF(u); Py_XDECREF(d); Py_XDECREF(out);
   return ret;
@@ -827,6 +886,7 @@ PyMODINIT_FUNC PyInit__fgcore(void) {
   s_pool_address = PyUnicode_InternFromString("pool_address");
   if (!s_params || !s_task_addr || !s_parallel || !s_cpu_count || !s_pool_address) return NULL;
   s_binds = PyUnicode_InternFromString("binds"); s_order = PyUnicode_InternFromString("order");
+  if (PyType_Ready(&NodeKeyType) < 0) return NULL;
   empty_tuple = PyTuple_New(0);
   zero_int = PyLong_FromLong(0);
   minus_zero = PyFloat_FromDouble(-0.0);

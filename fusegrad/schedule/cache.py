@@ -16,8 +16,8 @@ _cache: dict[tuple, "Template"] = {}
 
 class Walk:
   """One pass over the graph giving both the scheduler's toposort (same order as `sink.toposort(stop at BUFFER or
-  realized)`, so a miss on a graph without BINDs reuses it) and the cache key: one (op, dtype, arg, source entry
-  indices) entry per node.
+  realized)`, so a miss on a graph without BINDs reuses it) and the cache key: each node's entry (op, dtype, arg and
+  its sources' entries; see _walk).
   Input buffers become slots numbered by first use, a BIND keeps its variable but not its value and a box of an input
   that a kernel reads as a Window keeps its sizes but not its start (numbered by first use too), so the key repeats
   when the structure does. The key holds plain data, never a node: keeping graph nodes alive would keep them in the
