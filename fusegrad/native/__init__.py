@@ -64,7 +64,7 @@ def install() -> None:
     return
   from fusegrad.uop import ops
   from fusegrad.dtype import dtypes
-  from fusegrad.tensor import tensor, elementwise
+  from fusegrad.tensor import tensor, elementwise, indexing
   from fusegrad.schedule import cache
   from fusegrad.runtime import ops_cpu
   mod.setup(dict(UOp=ops.UOp, Tensor=tensor.Tensor, KeyRef=ops.KeyRef, TensorRef=tensor._TensorRef, ucache_refs=ops.UOpMeta.ucache.refs,
@@ -77,7 +77,8 @@ def install() -> None:
                  clamp_vjp=elementwise._clamp_vjp, ops_cpu=ops_cpu))
   for owner, name, fn in [(ops.UOpMeta, "__call__", mod.uop_new),  # (a builtin is not bound: it is called without cls)
                           (ops.UOpMeta.ucache, "forget", mod.forget), (ops, "_elementwise", mod.elementwise),
-                          (elementwise, "_elementwise", mod.elementwise), (ops.OpBuilder, "tensor_const", staticmethod(mod.tensor_const)),
+                          (elementwise, "_elementwise", mod.elementwise),
+                          (ops, "_movement", mod.movement), (indexing, "_movement", mod.movement), (ops, "_plain_sizes", mod.plain_sizes), (ops.OpBuilder, "tensor_const", staticmethod(mod.tensor_const)),
                           (tensor._TensorMeta, "__call__", mod.method("tensor_call", tensor._TensorMeta)),
                           (ops.UOp, "relu", mod.method("uop_relu", ops.UOp)), (tensor.Tensor, "relu", mod.method("tensor_relu", tensor.Tensor)),
                           (tensor.Tensor, "clip", mod.method("tensor_clip", tensor.Tensor)), (tensor.Tensor, "clamp", mod.method("tensor_clip", tensor.Tensor)), (tensor, "_unregister", mod.unregister),

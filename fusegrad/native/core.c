@@ -221,6 +221,39 @@ static PyObject *elementwise(PyObject *mod, PyObject *const *args, Py_ssize_t na
   return u;
 }
 
+/* ops._movement(op, x, shape, arg=None): a movement op (or REDUCE_AXIS) of x to shape, its facts set from x's */
+static PyObject *movement(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs < 3 || nargs > 4) return PyErr_Format(PyExc_TypeError, "_movement takes 3 or 4 arguments");
+  PyObject *op = args[0], *x = args[1], *shape = args[2], *arg = nargs == 4 && args[3] != Py_None ? args[3] : shape;
+  PyObject *dtype = PyObject_GetAttr(x, s_dtype), *src = dtype ? PyTuple_Pack(1, x) : NULL, *u = NULL, *d = NULL;
+  if (!src || !(u = uop_get(op, dtype, src, arg)) || !(d = node_dict(u))) goto done;
+  int has = PyDict_Contains(d, s_shape);
+  if (has < 0) { Py_CLEAR(u); goto done; }
+  if (!has) {  /* (_set_facts) */
+    PyObject *device = PyObject_GetAttr(x, s_device), *tl = device ? PyObject_GetAttr(x, s_tensor_level) : NULL;
+    if (!tl || PyDict_SetItem(d, s_shape, shape) || PyDict_SetItem(d, s_vshape, shape) || PyDict_SetItem(d, s_device, device) ||
+        PyDict_SetItem(d, s_tensor_level, tl)) Py_CLEAR(u);
+    Py_XDECREF(device);
+    Py_XDECREF(tl);
+  }
+done:
+  Py_XDECREF(dtype); Py_XDECREF(src); Py_XDECREF(d);
+  return u;
+}
+
+/* ops._plain_sizes(shape): are these all non-negative ints (no bools, Variables or -1)? */
+static PyObject *plain_sizes(PyObject *mod, PyObject *shape) {
+  PyObject *seq = PySequence_Fast(shape, "_plain_sizes takes a sequence");
+  if (!seq) return NULL;
+  int plain = 1;
+  for (Py_ssize_t i = 0; plain && i < PySequence_Fast_GET_SIZE(seq); i++) {
+    PyObject *s = PySequence_Fast_GET_ITEM(seq, i);
+    if ((plain = PyLong_CheckExact(s)) && (plain = PyObject_RichCompareBool(s, zero_int, Py_GE)) < 0) { Py_DECREF(seq); return NULL; }
+  }
+  Py_DECREF(seq);
+  return PyBool_FromLong(plain);
+}
+
 /* Does the scalar v key tensor_const's memo as itself (Python's `v and v == v`: not 0, -0.0, NaN or False)? -1: error */
 static int keys_as_itself(PyObject *v) {
   if (PyFloat_CheckExact(v)) { double d = PyFloat_AS_DOUBLE(v); return d != 0 && d == d; }
@@ -868,6 +901,8 @@ static PyMethodDef methods[] = {
   {"dunders", (PyCFunction)(void (*)(void))dunders, METH_FASTCALL, "Tensor's arithmetic dunders as method descriptors"},
   {"method", (PyCFunction)(void (*)(void))method, METH_FASTCALL, "a C method as a method descriptor of a type"},
   {"run_task", (PyCFunction)(void (*)(void))run_task, METH_FASTCALL, "runtime/ops_cpu._run_task"},
+  {"movement", (PyCFunction)(void (*)(void))movement, METH_FASTCALL, "ops._movement"},
+  {"plain_sizes", plain_sizes, METH_O, "ops._plain_sizes"},
   {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, "the schedule cache's Walk loop"},
   {NULL, NULL, 0, NULL}};
 

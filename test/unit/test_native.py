@@ -200,3 +200,14 @@ def test_bad_launch_arguments_raise():
   with pytest.raises(ValueError): core.run_task(Prg(), [(None, 0, 4)], [])
   Prg.task_addr = 1
   with pytest.raises(ValueError): core.run_task(Prg(), [], [])
+
+@pytest.mark.parametrize("shape", [(), (2, 3), (0, 4), (2, -1), (True, 2), (2.0,), [3, 4], (2**70,), (-2**70,)], ids=repr)
+def test_plain_sizes_matches_python(shape):
+  assert core.plain_sizes(shape) == python_version(ops, "_plain_sizes")(shape)
+
+def test_movement_matches_python():
+  x = (Tensor.ones(2, 3) + 1).uop
+  for op, shape, arg in [(Ops.RESHAPE, (3, 2), None), (Ops.PERMUTE, (3, 2), (1, 0)), (Ops.EXPAND, (4, 2, 3), None)]:
+    src = x if op is not Ops.EXPAND else core.movement(Ops.RESHAPE, x, (1, 2, 3))
+    got, want = core.movement(op, src, shape, arg), python_version(ops, "_movement")(op, src, shape, arg)
+    assert got is want and got.shape == shape and got.device == x.device and got.tensor_level
