@@ -10,11 +10,12 @@ from __future__ import annotations
 import itertools, weakref
 from fusegrad.device import Buffer, BufferView
 from fusegrad.dtype import DType
+from fusegrad.helpers import WeakValueCache
 from fusegrad.uop.ops import Ops, UOp
 
 _buffer_ids = itertools.count()
 _BUFFER, REALIZED = "buffer", "realized_view"  # the keys in a node's __dict__ (the schedule walk reads REALIZED)
-_realized: weakref.WeakSet[UOp] = weakref.WeakSet()  # the nodes with a realized view, for invalidate()
+_realized = WeakValueCache()  # id -> each node with a realized view, for invalidate()
 
 def new_buffer_uop(device: str, size: int, dtype: DType, buf: Buffer | None = None) -> UOp:
   """A new BUFFER uop naming `buf` (default: a new, not yet allocated Buffer)."""
@@ -43,7 +44,7 @@ def mark_realized(u: UOp, view: UOp) -> None:
   while c.op in (Ops.RESHAPE, Ops.EXPAND): c = c.src[0]
   if c.op is not Ops.CONST:
     u.__dict__[REALIZED] = view
-    _realized.add(u)
+    _realized[id(u)] = u
 
 def buffer_view(u: UOp) -> UOp | None:
   """The BUFFER behind u if u is (a realized value that is) only a reshape of a whole buffer, or a contiguous byte
@@ -64,10 +65,10 @@ def invalidate_device(device: str) -> None:
   _forget(lambda k: any(u.op is Ops.BUFFER and u.device == device for u in k.toposort()))
 
 def _forget(stale) -> None:
-  for k in list(_realized):
+  for k in [k for r in list(_realized.refs.values()) if (k := r()) is not None]:
     if stale(k):
       del k.__dict__[REALIZED]
-      _realized.discard(k)
+      _realized.refs.pop(id(k), None)
 
 # ---------------- byte-range views of DISK buffers: slicing a file tensor and copying it reads only those bytes
 _disk_views: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()

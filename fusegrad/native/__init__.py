@@ -62,13 +62,15 @@ def install() -> None:
     why_not = str(e)
     if getenv("DEBUG"): print(f"fusegrad: the native core is not available, the Python versions run: {e}")
     return
+  from fusegrad import buffers
   from fusegrad.uop import ops
   from fusegrad.dtype import dtypes
   from fusegrad.tensor import tensor, elementwise, indexing
   from fusegrad.schedule import cache
   from fusegrad.runtime import ops_cpu
+  forget = mod.forgetter(ops.UOpMeta.ucache.refs)
   mod.setup(dict(UOp=ops.UOp, Tensor=tensor.Tensor, KeyRef=ops.KeyRef, TensorRef=tensor._TensorRef, ucache_refs=ops.UOpMeta.ucache.refs,
-                 ucache_forget=mod.forget, INTS=ops._INTS, void=dtypes.void, bool=dtypes.bool, op_values={op: op._value_ for op in ops.Ops},
+                 ucache_forget=forget, INTS=ops._INTS, void=dtypes.void, bool=dtypes.bool, op_values={op: op._value_ for op in ops.Ops},
                  BUFFER=ops.Ops.BUFFER, RESHAPE=ops.Ops.RESHAPE, BIND=ops.Ops.BIND, CONST=ops.Ops.CONST, COPY=ops.Ops.COPY, SHRINK=ops.Ops.SHRINK,
                  REALIZED=cache.REALIZED, float_dtypes=ops._FLOAT_DTYPES, comparisons=frozenset(ops.GroupOp.Comparison),
                  consts=ops._consts, lazy=tensor._lazy, tensor_const=ops.OpBuilder.tensor_const, tensor_unregister=mod.unregister,
@@ -76,7 +78,8 @@ def install() -> None:
                  tensor_relu_py=elementwise.ElementwiseMixin.relu, tensor_clip_py=elementwise.ElementwiseMixin.clip, partial=functools.partial,
                  clamp_vjp=elementwise._clamp_vjp, ops_cpu=ops_cpu))
   for owner, name, fn in [(ops.UOpMeta, "__call__", mod.uop_new),  # (a builtin is not bound: it is called without cls)
-                          (ops.UOpMeta.ucache, "forget", mod.forget), (ops, "_elementwise", mod.elementwise),
+                          (ops.UOpMeta.ucache, "forget", forget),
+                          (buffers._realized, "forget", mod.forgetter(buffers._realized.refs)), (ops, "_elementwise", mod.elementwise),
                           (elementwise, "_elementwise", mod.elementwise),
                           (ops, "_movement", mod.movement), (indexing, "_movement", mod.movement), (ops, "_plain_sizes", mod.plain_sizes), (ops.OpBuilder, "tensor_const", staticmethod(mod.tensor_const)),
                           (tensor._TensorMeta, "__call__", mod.method("tensor_call", tensor._TensorMeta)),

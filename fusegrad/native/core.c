@@ -185,9 +185,15 @@ static int drop_ref(PyObject *group, PyObject *ref) {
   Py_DECREF(key);
   return rc;
 }
-static PyObject *forget(PyObject *self, PyObject *ref) {
-  if (drop_ref(ucache_refs, ref)) return NULL;
+static PyObject *forget_in(PyObject *group, PyObject *ref) {
+  if (drop_ref(group, ref)) return NULL;
   Py_RETURN_NONE;
+}
+static PyMethodDef forget_def = {"forget", forget_in, METH_O, "a dead value's reference leaves its dict (WeakValueCache._forget)"};
+/* forgetter(refs) -> WeakValueCache._forget for the cache whose dict is refs */
+static PyObject *forgetter(PyObject *mod, PyObject *refs) {
+  if (!PyDict_Check(refs)) return PyErr_Format(PyExc_TypeError, "forgetter takes a dict");
+  return PyCFunction_New(&forget_def, refs);
 }
 static PyObject *unregister(PyObject *self, PyObject *ref) {
   PyObject *group = get_member(ref, ref_group);
@@ -892,7 +898,7 @@ static PyMethodDef methods[] = {
   {"setup", setup, METH_O, "hand over the Python objects the functions below use"},
   {"uop_new", (PyCFunction)(void (*)(void))uop_new, METH_FASTCALL | METH_KEYWORDS, "UOpMeta.__call__ without cls"},
   {"arg_key", py_arg_key, METH_O, "ops._arg_key"},
-  {"forget", forget, METH_O, "the node cache's weak-reference callback"},
+  {"forgetter", forgetter, METH_O, "a WeakValueCache's weak-reference callback, for its dict"},
   {"unregister", unregister, METH_O, "the live-tensor registry's weak-reference callback"},
   {"fast_alu", (PyCFunction)(void (*)(void))py_fast_alu, METH_FASTCALL, "OpBuilder._fast_alu"},
   {"fast_binary", (PyCFunction)(void (*)(void))fast_binary, METH_FASTCALL, "Tensor._fast_binary"},
