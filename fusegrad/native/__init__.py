@@ -1,11 +1,14 @@
-"""The native core: the hottest loops of eager graph building (core.c) in C.
+"""The native core: the hottest loops of eager graph building and realizing (core.c) in C.
 
 Each C function is the exact equivalent of a Python function that stays in the package: the node cache's constructor
-and weak-reference callback (UOpMeta.__call__, WeakValueCache._forget), the live-tensor registry's callback
-(tensor._unregister), eager arithmetic with a number or a same-shaped tensor (elementwise._fast_binary) and the
-schedule cache's walk (cache._walk). install() swaps them in. The module is compiled on first import with the C compiler
-($CC, else cc, gcc or clang) and Python's headers, and cached in cache_dir()/native; where either is missing, or with
-NATIVE=0, the Python versions run and give the same results (test/unit/test_native.py checks that they do)."""
+and weak-reference callbacks (UOpMeta.__call__, WeakValueCache._forget), elementwise and movement nodes with their facts
+(ops._elementwise, ops._movement), scalar constants (OpBuilder.tensor_const), relu and clamp of float tensors, Tensor's
+arithmetic dunders with a number or a same-shaped tensor (elementwise._fast_binary), Tensor(node) and the live-tensor
+registry's callback (tensor._unregister), the schedule cache's walk (cache._walk) and the CPU kernel launch
+(ops_cpu._run_task). install() swaps them in and keeps the Python ones in python_versions. The module is compiled on
+first import with the C compiler ($CC, else cc, gcc or clang) and Python's headers, and cached in cache_dir()/native;
+where either is missing, or with NATIVE=0, the Python versions run and give the same results (test/unit/test_native.py
+checks that they do)."""
 from __future__ import annotations
 import functools, hashlib, importlib.machinery, importlib.util, os, shutil, subprocess, sys, sysconfig, tempfile
 from types import ModuleType
@@ -77,16 +80,23 @@ def install() -> None:
                  CMPLT=ops.Ops.CMPLT, WHERE=ops.Ops.WHERE, DERIVATIVE=ops.DERIVATIVE, relu_vjp=ops._relu_vjp, relu_py=ops.OpBuilder.relu,
                  tensor_relu_py=elementwise.ElementwiseMixin.relu, tensor_clip_py=elementwise.ElementwiseMixin.clip, partial=functools.partial,
                  clamp_vjp=elementwise._clamp_vjp, ops_cpu=ops_cpu))
-  for owner, name, fn in [(ops.UOpMeta, "__call__", mod.uop_new),  # (a builtin is not bound: it is called without cls)
-                          (ops.UOpMeta.ucache, "forget", forget),
-                          (buffers._realized, "forget", mod.forgetter(buffers._realized.refs)), (ops, "_elementwise", mod.elementwise),
-                          (elementwise, "_elementwise", mod.elementwise),
-                          (ops, "_movement", mod.movement), (indexing, "_movement", mod.movement), (ops, "_plain_sizes", mod.plain_sizes), (ops.OpBuilder, "tensor_const", staticmethod(mod.tensor_const)),
-                          (tensor._TensorMeta, "__call__", mod.method("tensor_call", tensor._TensorMeta)),
-                          (ops.UOp, "relu", mod.method("uop_relu", ops.UOp)), (tensor.Tensor, "relu", mod.method("tensor_relu", tensor.Tensor)),
-                          (tensor.Tensor, "clip", mod.method("tensor_clip", tensor.Tensor)), (tensor.Tensor, "clamp", mod.method("tensor_clip", tensor.Tensor)), (tensor, "_unregister", mod.unregister),
-                          (elementwise, "_fast_binary", mod.fast_binary), (cache, "_walk", mod.walk),
-                          (ops_cpu, "_run_task", mod.run_task)]:
+  swaps = [
+    (ops.UOpMeta, "__call__", mod.uop_new),  # (a builtin is not bound: it is called without cls)
+    (ops.UOpMeta.ucache, "forget", forget),
+    (buffers._realized, "forget", mod.forgetter(buffers._realized.refs)),
+    (ops, "_elementwise", mod.elementwise), (elementwise, "_elementwise", mod.elementwise),
+    (ops, "_movement", mod.movement), (indexing, "_movement", mod.movement),
+    (ops, "_plain_sizes", mod.plain_sizes),
+    (ops.OpBuilder, "tensor_const", staticmethod(mod.tensor_const)),
+    (ops.UOp, "relu", mod.method("uop_relu", ops.UOp)),
+    (tensor._TensorMeta, "__call__", mod.method("tensor_call", tensor._TensorMeta)),
+    (tensor, "_unregister", mod.unregister),
+    (tensor.Tensor, "relu", mod.method("tensor_relu", tensor.Tensor)),
+    (tensor.Tensor, "clip", mod.method("tensor_clip", tensor.Tensor)), (tensor.Tensor, "clamp", mod.method("tensor_clip", tensor.Tensor)),
+    (elementwise, "_fast_binary", mod.fast_binary),
+    (cache, "_walk", mod.walk),
+    (ops_cpu, "_run_task", mod.run_task)]
+  for owner, name, fn in swaps:
     python_versions[(owner, name)] = owner.__dict__.get(name, getattr(owner, name))
     setattr(owner, name, fn)
   mixin = elementwise.ElementwiseMixin

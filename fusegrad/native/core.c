@@ -1,4 +1,4 @@
-/* fusegrad's native core: the hottest loops of eager graph building in C, each the exact equivalent of a Python
+/* fusegrad's native core: the hottest loops of eager graph building and realizing in C, each the exact equivalent of a Python
    function that stays in the package (and runs where this module cannot be built). Which Python function each one
    replaces is named above it; fusegrad/native/__init__.py builds and installs them, and test/unit/test_native.py checks
    that both give the same results.
@@ -16,10 +16,13 @@
 static PyObject *UOp, *Tensor, *KeyRef, *TensorRef, *ucache_refs, *ucache_forget, *INTS, *void_dtype, *op_values;
 static PyObject *BUFFER, *RESHAPE, *BIND, *CONST, *COPY, *SHRINK, *REALIZED, *float_dtypes, *comparisons, *consts, *bool_dtype;
 static PyObject *lazy, *tensor_unregister, *tensor_const, *CMPLT, *WHERE, *DERIVATIVE, *relu_vjp, *relu_py, *tensor_relu_py,
-                *tensor_clip_py, *partial, *clamp_vjp, *zero_int, *minus_zero;
-/* interned attribute names and the empty tuple */
-static PyObject *ops_cpu, *s_params, *s_task_addr, *s_parallel, *s_cpu_count, *s_pool_address, *s_op, *s_dtype, *s_src, *s_arg, *s_key, *s_group, *s_uop, *s_ref, *s_shape, *s_vshape, *s_device,
-                *s_tensor_level, *s_stop, *s_shrink, *s_binds, *s_order, *empty_tuple;
+                *tensor_clip_py, *partial, *clamp_vjp;
+static PyObject *zero_int, *minus_zero;
+static PyObject *ops_cpu;  /* (the module: _run_task looks its cpu_count and pool_address up at each call) */
+/* interned attribute names, the empty tuple, 0 and -0.0 */
+static PyObject *s_params, *s_task_addr, *s_parallel, *s_cpu_count, *s_pool_address, *s_op, *s_dtype, *s_src, *s_arg, *s_key,
+                *s_group, *s_uop, *s_ref, *s_shape, *s_vshape, *s_device, *s_tensor_level, *s_stop, *s_shrink, *s_binds, *s_order,
+                *empty_tuple;
 
 /* KeyRef's `key` and _TensorRef's `group` slots (helpers.py, tensor/tensor.py), read and written as their member
    descriptors do, without the attribute lookup (every node and tensor sets them once, and reads them when it dies) */
