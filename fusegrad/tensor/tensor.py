@@ -257,16 +257,26 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     return self._requires_grad is not None or self.requires_grad is None
   @requires_grad.setter
   def requires_grad(self, value: bool | None) -> None:
+    # a lazy leaf made to require grad gets a node of its own (no kernel now): equal lazy values are one node, and would
+    # share one gradient (`b, c = a.clone(), a.clone()`). (Not while __init__ runs: it has no node yet, and does this itself.)
+    if value and "_uop" in self.__dict__ and not self._requires_grad and self._is_shared_lazy_leaf(): self.contiguous_leaf_(realize=False)
+    self._set_requires_grad(value)
+  def _set_requires_grad(self, value: bool | None) -> None:
     self._requires_grad = value
     if not value: _grad_tensors.pop(id(self), None)
     elif (ref := _grad_tensors.get(id(self))) is None or ref() is not self:
       ref = _grad_tensors[id(self)] = KeyRef(self, _unregister_grad)
       ref.key = id(self)
+  def _is_shared_lazy_leaf(self) -> bool:
+    """Is this a lazy value (no buffer of its own, not already a unique leaf) that no tensor requiring grad feeds?"""
+    u = self._uop
+    if buffers.buffer_view(u) is not None or (u.op is Ops.CONTIGUOUS and type(u.arg) is tuple and u.arg[:1] == ("leaf",)): return False
+    return self.requires_grad is None
 
   # ---------------- autograd
   def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-    self.requires_grad = requires_grad
-    if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()
+    self._set_requires_grad(requires_grad)
+    if requires_grad and buffers.buffer_view(self.uop) is None: self.contiguous_leaf_()  # (its own buffer, now)
     return self
   def contiguous_leaf_(self, realize: bool = True) -> Tensor:
     """Give this tensor a buffer of its own (a unique node: equal lazy values would otherwise share one gradient), now or,

@@ -368,3 +368,23 @@ def test_mode_padding_with_mixed_signs(pads, mode):
   x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
   want = torch.nn.functional.pad(torch.tensor(x), pads, mode=mode).numpy()
   np.testing.assert_array_equal(Tensor(x).pad(pads, mode=mode).numpy(), want)
+
+def test_equal_lazy_values_made_to_require_grad_keep_their_own_gradients():
+  # equal lazy values are one node, so b and c below shared one gradient (7 each; torch: 2 and 5) when requires_grad
+  # was set after construction (requires_grad=True at construction and requires_grad_() already gave a unique leaf)
+  a = Tensor.zeros(3)
+  b, c = a.clone(), a.clone()
+  b.requires_grad = True
+  c.requires_grad = True
+  (b * 2 + c * 5).sum().backward()
+  assert b.grad.tolist() == [2.0] * 3 and c.grad.tolist() == [5.0] * 3 and a.grad is None
+  x, y = Tensor.ones(2), Tensor.ones(2)
+  x.requires_grad = y.requires_grad = True
+  (x * 3 - y).sum().backward()
+  assert x.grad.tolist() == [3.0, 3.0] and y.grad.tolist() == [-1.0, -1.0] and x.is_leaf and y.is_leaf
+  # a result that already requires grad through its inputs keeps its graph: the gradient reaches the input
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  h = w * 2
+  h.requires_grad = True
+  h.sum().backward()
+  assert w.grad.tolist() == [2.0, 2.0]
