@@ -38,7 +38,7 @@ def build() -> str:
   fd, tmp = tempfile.mkstemp(dir=folder, suffix=".so")
   os.close(fd)
   try:
-    r = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-I", include, SOURCE, "-o", tmp], capture_output=True, text=True)
+    r = subprocess.run([cc, "-O2", "-DNDEBUG", "-shared", "-fPIC", "-I", include, SOURCE, "-o", tmp], capture_output=True, text=True)
     if r.returncode: raise RuntimeError(f"compiling {SOURCE} failed:\n{r.stderr[-2000:]}")
     os.replace(tmp, path)  # (another process may be building the same file: each renames a whole one)
   finally:
@@ -79,7 +79,8 @@ def install() -> None:
                  consts=ops._consts, lazy=tensor._lazy, tensor_const=ops.OpBuilder.tensor_const, tensor_unregister=mod.unregister,
                  CMPLT=ops.Ops.CMPLT, WHERE=ops.Ops.WHERE, DERIVATIVE=ops.DERIVATIVE, relu_vjp=ops._relu_vjp, relu_py=ops.OpBuilder.relu,
                  tensor_relu_py=elementwise.ElementwiseMixin.relu, tensor_clip_py=elementwise.ElementwiseMixin.clip, partial=functools.partial,
-                 clamp_vjp=elementwise._clamp_vjp, ops_cpu=ops_cpu))
+                 clamp_vjp=elementwise._clamp_vjp, ops_cpu=ops_cpu, plain_view_py=indexing._plain_view,
+                 run_task_py=ops_cpu._run_task))
   swaps = [
     (ops.UOpMeta, "__call__", mod.uop_new),  # (a builtin is not bound: it is called without cls)
     (ops.UOpMeta.ucache, "forget", forget),
@@ -87,6 +88,7 @@ def install() -> None:
     (ops, "_elementwise", mod.elementwise), (elementwise, "_elementwise", mod.elementwise),
     (ops, "_movement", mod.movement), (indexing, "_movement", mod.movement),
     (ops, "_plain_sizes", mod.plain_sizes),
+    (indexing, "_plain_view", mod.plain_view),
     (ops.OpBuilder, "tensor_const", staticmethod(mod.tensor_const)),
     (ops.UOp, "relu", mod.method("uop_relu", ops.UOp)),
     (tensor._TensorMeta, "__call__", mod.method("tensor_call", tensor._TensorMeta)),

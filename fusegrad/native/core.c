@@ -17,7 +17,7 @@ static PyObject *UOp, *Tensor, *KeyRef, *TensorRef, *ucache_refs, *ucache_forget
 static PyObject *BUFFER, *RESHAPE, *BIND, *CONST, *COPY, *SHRINK, *REALIZED, *float_dtypes, *comparisons, *consts, *bool_dtype;
 static PyObject *lazy, *tensor_unregister, *tensor_const, *CMPLT, *WHERE, *DERIVATIVE, *relu_vjp, *relu_py, *tensor_relu_py,
                 *tensor_clip_py, *partial, *clamp_vjp;
-static PyObject *zero_int, *minus_zero;
+static PyObject *zero_int, *one_int, *minus_zero, *plain_view_py, *run_task_py;
 static PyObject *ops_cpu;  /* (the module: _run_task looks its cpu_count and pool_address up at each call) */
 /* interned attribute names, the empty tuple, 0 and -0.0 */
 static PyObject *s_params, *s_task_addr, *s_parallel, *s_cpu_count, *s_pool_address, *s_op, *s_dtype, *s_src, *s_arg, *s_key,
@@ -65,11 +65,13 @@ static PyObject *arg_key(PyObject *arg) {
     }
     PyObject *ret = PyTuple_New(n);
     if (!ret) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    if (Py_EnterRecursiveCall(" in a node's arg")) { Py_DECREF(ret); return NULL; }  /* (Python's version raises RecursionError) */
+    for (Py_ssize_t i = 0; i < n && ret; i++) {
       PyObject *k = arg_key(PyTuple_GET_ITEM(arg, i));
-      if (!k) { Py_DECREF(ret); return NULL; }
-      PyTuple_SET_ITEM(ret, i, k);
+      if (!k) Py_CLEAR(ret);
+      else PyTuple_SET_ITEM(ret, i, k);
     }
+    Py_LeaveRecursiveCall();
     return ret;
   }
   if (PyFloat_Check(arg)) {  /* struct.pack("d", arg): the exact bits, native order */
@@ -160,7 +162,7 @@ fail:
 }
 
 /* UOpMeta.__call__(cls, op, dtype=dtypes.void, src=(), arg=None), installed as the metaclass's __call__ (a builtin
-   is not bound, so cls is not passed: it is always UOp) */
+   is not bound, so cls is not passed: it is always UOp, which has no subclasses) */
 static PyObject *uop_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   PyObject *v[4] = {NULL, void_dtype, empty_tuple, Py_None};
   static const char *names[4] = {"op", "dtype", "src", "arg"};
@@ -181,6 +183,7 @@ static PyObject *uop_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 /* WeakValueCache._forget for the node cache, and _unregister (tensor.py) for the live-tensor registry: a dead value's
    reference leaves its dict, unless the key was rebuilt with a new value meanwhile */
 static int drop_ref(PyObject *group, PyObject *ref) {
+  if (!PyObject_TypeCheck(ref, (PyTypeObject *)KeyRef)) { PyErr_Format(PyExc_TypeError, "not a KeyRef: %R", ref); return -1; }
   PyObject *key = get_member(ref, ref_key);
   if (!key) return -1;
   PyObject *cur = PyDict_GetItemWithError(group, key);
@@ -199,6 +202,7 @@ static PyObject *forgetter(PyObject *mod, PyObject *refs) {
   return PyCFunction_New(&forget_def, refs);
 }
 static PyObject *unregister(PyObject *self, PyObject *ref) {
+  if (!PyObject_TypeCheck(ref, (PyTypeObject *)TensorRef)) return PyErr_Format(PyExc_TypeError, "not a _TensorRef: %R", ref);
   PyObject *group = get_member(ref, ref_group);
   if (!group) return NULL;
   int rc = group == Py_None ? 0 : drop_ref(group, ref);
@@ -358,7 +362,7 @@ static PyObject *fast_alu(PyObject *self, PyObject *op, PyObject *x, int reverse
   PyObject *d = node_dict(self), *c = NULL, *xd = NULL, *ret = NULL, *dtype = NULL;
   if (!d) return NULL;
   PyObject *shape = dget(d, s_shape), *vshape, *tl, *device;
-  if (!shape || (vshape = dget(d, s_vshape)) != shape || !(tl = dget(d, s_tensor_level)) || !PyObject_IsTrue(tl)) goto none;
+  if (!shape || (vshape = dget(d, s_vshape)) != shape || !(tl = dget(d, s_tensor_level)) || tl != Py_True) goto none;
   if (!(dtype = PyObject_GetAttr(self, s_dtype))) goto error;
   int is_float = PySet_Contains(float_dtypes, dtype);
   if (is_float < 0) goto error;
@@ -725,6 +729,13 @@ static void free_seen(Seen *m) {
   PyMem_Free(m->slots);
 }
 
+/* a node's src as the walk reads it: a tuple, with a source for a BIND or SHRINK (else an error set, and 0) */
+static int good_src(PyObject *src, PyObject *op) {
+  if (PyTuple_Check(src) && (PyTuple_GET_SIZE(src) > 0 || (op != BIND && op != SHRINK))) return 1;
+  PyErr_Format(PyExc_TypeError, "walk: a %R node with src %R", op, src);
+  return 0;
+}
+
 /* walk(w, sink, key) -> ok: cache._walk. Appends the scheduler's toposort to w.order and each node's entry to key (a
    list holding the key's header), numbers w.binds; entries of stop nodes (BUFFERs and realized nodes) come from w._stop(u),
    those of SHRINKs that are windows from w._shrink(u, source position). ok is False where the graph cannot be keyed. */
@@ -737,6 +748,7 @@ static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
   int ok = 1, added;
   if (!seen.slots) { PyErr_NoMemory(); goto done; }
   if (!order || !binds || push(&st, args[1])) goto done;
+  if (!PyList_Check(key) || !PyList_Check(order) || !PyDict_Check(binds)) { PyErr_SetString(PyExc_TypeError, "walk: key and w.order must be lists, w.binds a dict"); goto done; }
   /* a NULL on the stack means "the node under it has all its sources done"; sources are pushed even when seen and
      skipped when popped: toposort's order without a filter */
   while (st.n) {
@@ -750,7 +762,7 @@ static PyObject *walk(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
       int realized = PyDict_Contains(d, REALIZED);
       if (realized < 0) goto done;
       if (op != BUFFER && !realized) {
-        if (!(src = field(d, s_src)) || push(&st, u) || push(&st, NULL)) goto done;
+        if (!(src = field(d, s_src)) || !good_src(src, op) || push(&st, u) || push(&st, NULL)) goto done;
         /* a bound value is not walked (not part of the key): the order lacks it (Walk.order_ok) */
         if (op == BIND) { if (push(&st, PyTuple_GET_ITEM(src, 0))) goto done; }
         else for (Py_ssize_t i = PyTuple_GET_SIZE(src) - 1; i >= 0; i--) if (push(&st, PyTuple_GET_ITEM(src, i))) goto done;
@@ -841,26 +853,29 @@ static PyObject *run_task(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
   void *bufs[MAX_ARGS];
   int vars[MAX_ARGS];
   long long task = params ? as_int(PyObject_GetAttr(prg, s_task_addr)) : -1, pool = 0, n = 1;
-  int parallel = task == -1 ? -1 : as_int(PyObject_GetAttr(prg, s_parallel));
+  PyObject *par = task == -1 ? NULL : PyObject_GetAttr(prg, s_parallel);
+  int parallel = par ? PyObject_IsTrue(par) : -1;
+  Py_XDECREF(par);
   if (parallel == 1 && (n = as_int(PyObject_CallMethodNoArgs(ops_cpu, s_cpu_count))) > 1) pool = as_int(PyObject_CallMethodNoArgs(ops_cpu, s_pool_address));
-  if (parallel == -1 || n == -1 || pool == -1) { Py_XDECREF(params); return NULL; }
+  if (!PyErr_Occurred() && !task) PyErr_SetString(PyExc_ValueError, "_run_task: a program without a task address");
+  if (PyErr_Occurred()) { Py_XDECREF(params); return NULL; }
   Py_ssize_t np = PyTuple_Check(params) ? PyTuple_GET_SIZE(params) : -1, nv = PyList_Check(vals) ? PyList_GET_SIZE(vals) : -1;
-  if (np < 0 || !PyList_Check(mems) || nv < 0 || np > MAX_ARGS || nv > MAX_ARGS || !task || n < 1 || n > INT_MAX) {
-    Py_DECREF(params);
-    return PyErr_Format(PyExc_ValueError, "_run_task: bad program or arguments");
-  }
-  for (Py_ssize_t i = 0; i < np; i++) {  /* mems[param][1]: the buffer's address */
+  int plain = np >= 0 && PyList_Check(mems) && nv >= 0 && np <= MAX_ARGS && nv <= MAX_ARGS && n >= 1 && n <= INT_MAX;
+  for (Py_ssize_t i = 0; plain && i < np; i++) {  /* mems[param][1]: the buffer's address */
     Py_ssize_t j = PyLong_AsSsize_t(PyTuple_GET_ITEM(params, i));
     PyObject *mem = (j >= 0 && j < PyList_GET_SIZE(mems)) ? PyList_GET_ITEM(mems, j) : NULL;
-    if (!mem || !PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) < 2) {
-      Py_DECREF(params);
-      return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_ValueError, "_run_task: no buffer for parameter %zd", i);
-    }
-    bufs[i] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(mem, 1));
+    if ((plain = mem && PyTuple_Check(mem) && PyTuple_GET_SIZE(mem) >= 2 && PyLong_CheckExact(PyTuple_GET_ITEM(mem, 1))))
+      bufs[i] = PyLong_AsVoidPtr(PyTuple_GET_ITEM(mem, 1));
   }
   Py_DECREF(params);
-  for (Py_ssize_t i = 0; i < nv; i++) vars[i] = (int)PyLong_AsLong(PyList_GET_ITEM(vals, i));  /* (ctypes' c_int: wraps) */
+  for (Py_ssize_t i = 0; plain && i < nv && i < PyList_GET_SIZE(vals); i++) {
+    int overflow = 0;
+    long v = PyLong_Check(PyList_GET_ITEM(vals, i)) ? PyLong_AsLongAndOverflow(PyList_GET_ITEM(vals, i), &overflow) : 0;
+    if ((plain = PyLong_Check(PyList_GET_ITEM(vals, i)) && !overflow && v >= INT_MIN && v <= INT_MAX)) vars[i] = (int)v;
+  }
   if (PyErr_Occurred()) return NULL;
+  /* anything else (more than MAX_ARGS buffers or variables, a value beyond an int, other containers): ctypes' version */
+  if (!plain) return PyObject_Vectorcall(run_task_py, args, 3, NULL);
   task_fn fn = (task_fn)(uintptr_t)task;
   int threads = (int)n;
   Py_BEGIN_ALLOW_THREADS
@@ -868,6 +883,109 @@ static PyObject *run_task(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     for (int i = 0; i < threads; i++) fn(bufs, vars, i, threads);  /* one thread, or no worker could be started */
   Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
+}
+
+/* ---- basic indexing: tensor/indexing._plain_view(u, indices) for ints, step-1 slices, None and one ... (other steps:
+   the Python function) */
+
+static PyObject *pair(Py_ssize_t a, Py_ssize_t b) { return Py_BuildValue("(nn)", a, b); }
+
+static PyObject *plain_view(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+  if (nargs != 2) return PyErr_Format(PyExc_TypeError, "_plain_view takes 2 arguments");
+  PyObject *u = args[0], *indices = args[1];
+  PyObject *idx = PyTuple_CheckExact(indices) ? Py_NewRef(indices) : PyTuple_Pack(1, indices);
+  PyObject *shape = idx ? PyObject_GetAttr(u, s_shape) : NULL, *vshape = shape ? PyObject_GetAttr(u, s_vshape) : NULL;
+  PyObject *arg = NULL, *out = NULL, *ret = NULL, *v = NULL;
+  if (!vshape) goto done;
+  if (vshape != shape || !PyTuple_Check(shape)) { ret = Py_NewRef(Py_None); goto done; }
+  Py_ssize_t ndim = PyTuple_GET_SIZE(shape), n = PyTuple_GET_SIZE(idx), rest = ndim, d = 0;
+  for (Py_ssize_t k = 0; k < n; k++) {
+    PyObject *i = PyTuple_GET_ITEM(idx, k);
+    if (PyLong_CheckExact(i)) rest--;
+    else if (PySlice_Check(i)) {
+      PySliceObject *sl = (PySliceObject *)i;  /* int or None bounds, step None or 1: else the Python function */
+      if ((sl->start != Py_None && !PyLong_CheckExact(sl->start)) || (sl->stop != Py_None && !PyLong_CheckExact(sl->stop)) ||
+          (sl->step != Py_None && !(PyLong_CheckExact(sl->step) && PyLong_AsLong(sl->step) == 1))) {
+        if (PyErr_Occurred()) PyErr_Clear();  /* (a step too large for a long is no step of 1) */
+        ret = PyObject_Vectorcall(plain_view_py, args, 2, NULL);
+        goto done;
+      }
+      rest--;
+    }
+  }
+  if (rest < 0) { ret = Py_NewRef(Py_None); goto done; }  /* (more indexes than dims: the general path raises) */
+  if (!(arg = PyList_New(0)) || !(out = PyList_New(0))) goto done;
+  for (Py_ssize_t k = 0; k < n; k++) {
+    PyObject *i = PyTuple_GET_ITEM(idx, k), *p = NULL;
+    if (i == Py_None) { if (PyList_Append(out, one_int)) goto done; continue; }
+    if (i == Py_Ellipsis && rest >= 0) {
+      for (Py_ssize_t j = d; j < d + rest; j++) {
+        PyObject *s = PyTuple_GET_ITEM(shape, j);
+        Py_ssize_t size = PyLong_AsSsize_t(s);
+        if ((size == -1 && PyErr_Occurred()) || !(p = pair(0, size)) || PyList_Append(arg, p) || PyList_Append(out, s)) { Py_XDECREF(p); goto done; }
+        Py_CLEAR(p);
+      }
+      d += rest;
+      rest = -1;  /* (a second ... is the general path's) */
+      continue;
+    }
+    if (!PyLong_CheckExact(i) && !PySlice_Check(i)) { ret = Py_NewRef(Py_None); goto done; }
+    Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+    if (size == -1 && PyErr_Occurred()) goto done;
+    if (PyLong_CheckExact(i)) {
+      int overflow;
+      long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
+      if (overflow || x < -size || x >= size) { ret = Py_NewRef(Py_None); goto done; }  /* (out of range: the general path raises) */
+      if (x < 0) x += size;
+      if (!(p = pair((Py_ssize_t)x, (Py_ssize_t)x + 1)) || PyList_Append(arg, p)) { Py_XDECREF(p); goto done; }
+    } else {
+      Py_ssize_t b, e, st;
+      if (PySlice_Unpack(i, &b, &e, &st) < 0) goto done;
+      Py_ssize_t cnt = PySlice_AdjustIndices(size, &b, &e, st);  /* (slice.indices(size); step 1) */
+      PyObject *c = PyLong_FromSsize_t(cnt);
+      if (!c || !(p = pair(b, e > b ? e : b)) || PyList_Append(arg, p) || PyList_Append(out, c)) { Py_XDECREF(c); Py_XDECREF(p); goto done; }
+      Py_DECREF(c);
+    }
+    Py_DECREF(p);
+    d++;
+  }
+  int full = 1;
+  for (Py_ssize_t j = d; j < ndim; j++) {
+    PyObject *s = PyTuple_GET_ITEM(shape, j), *p = pair(0, PyLong_AsSsize_t(s));
+    if (!p || PyErr_Occurred() || PyList_Append(arg, p) || PyList_Append(out, s)) { Py_XDECREF(p); goto done; }
+    Py_DECREF(p);
+  }
+  Py_ssize_t na = PyList_GET_SIZE(arg);
+  PyObject *sizes = PyTuple_New(na), *arg_t = sizes ? PyList_AsTuple(arg) : NULL;
+  if (!arg_t) { Py_XDECREF(sizes); goto done; }
+  for (Py_ssize_t j = 0; j < na; j++) {  /* the shrink's sizes; is it the whole shape? */
+    PyObject *pr = PyList_GET_ITEM(arg, j);
+    Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(pr, 0)), e = PyLong_AsSsize_t(PyTuple_GET_ITEM(pr, 1));
+    PyTuple_SET_ITEM(sizes, j, PyLong_FromSsize_t(e - b));
+    if (!PyTuple_GET_ITEM(sizes, j)) { Py_DECREF(sizes); Py_DECREF(arg_t); goto done; }
+    full = full && b == 0 && e == PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, j));
+  }
+  v = Py_NewRef(u);
+  if (!full) {
+    PyObject *margs[4] = {SHRINK, u, sizes, arg_t};
+    Py_SETREF(v, movement(NULL, margs, 4));
+  }
+  Py_DECREF(arg_t);
+  if (!v) { Py_DECREF(sizes); goto done; }
+  PyObject *out_t = PyList_AsTuple(out), *vs = out_t ? PyObject_GetAttr(v, s_shape) : NULL;
+  int same = vs ? PyObject_RichCompareBool(vs, out_t, Py_EQ) : -1;
+  Py_DECREF(sizes);
+  Py_XDECREF(vs);
+  if (same < 0) { Py_XDECREF(out_t); goto done; }
+  if (same) ret = Py_NewRef(v);
+  else {
+    PyObject *margs[3] = {RESHAPE, v, out_t};
+    ret = movement(NULL, margs, 3);
+  }
+  Py_DECREF(out_t);
+done:
+  Py_XDECREF(idx); Py_XDECREF(shape); Py_XDECREF(vshape); Py_XDECREF(arg); Py_XDECREF(out); Py_XDECREF(v);
+  return ret;
 }
 
 /* ---- setup: the Python objects above, by name */
@@ -891,7 +1009,8 @@ static PyObject *setup(PyObject *mod, PyObject *objs) {
       take(objs, "ucache_forget", &ucache_forget) || take(objs, "CMPLT", &CMPLT) || take(objs, "WHERE", &WHERE) ||
       take(objs, "DERIVATIVE", &DERIVATIVE) || take(objs, "relu_vjp", &relu_vjp) || take(objs, "relu_py", &relu_py) ||
       take(objs, "tensor_relu_py", &tensor_relu_py) || take(objs, "tensor_clip_py", &tensor_clip_py) || take(objs, "partial", &partial) ||
-      take(objs, "clamp_vjp", &clamp_vjp) || take(objs, "ops_cpu", &ops_cpu)) return NULL;
+      take(objs, "clamp_vjp", &clamp_vjp) || take(objs, "ops_cpu", &ops_cpu) || take(objs, "plain_view_py", &plain_view_py) ||
+      take(objs, "run_task_py", &run_task_py)) return NULL;
   if (!(ref_key = member_of(KeyRef, "key")) || !(ref_group = member_of(TensorRef, "group"))) return NULL;
   if (!PyType_IsSubtype((PyTypeObject *)TensorRef, (PyTypeObject *)KeyRef)) return PyErr_Format(PyExc_TypeError, "TensorRef must be a KeyRef");
   Py_RETURN_NONE;
@@ -912,6 +1031,7 @@ static PyMethodDef methods[] = {
   {"run_task", (PyCFunction)(void (*)(void))run_task, METH_FASTCALL, "runtime/ops_cpu._run_task"},
   {"movement", (PyCFunction)(void (*)(void))movement, METH_FASTCALL, "ops._movement"},
   {"plain_sizes", plain_sizes, METH_O, "ops._plain_sizes"},
+  {"plain_view", (PyCFunction)(void (*)(void))plain_view, METH_FASTCALL, "tensor/indexing._plain_view"},
   {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, "the schedule cache's Walk loop"},
   {NULL, NULL, 0, NULL}};
 
@@ -933,8 +1053,9 @@ PyMODINIT_FUNC PyInit__fgcore(void) {
   if (PyType_Ready(&NodeKeyType) < 0) return NULL;
   empty_tuple = PyTuple_New(0);
   zero_int = PyLong_FromLong(0);
+  one_int = PyLong_FromLong(1);
   minus_zero = PyFloat_FromDouble(-0.0);
   if (!s_op || !s_dtype || !s_src || !s_arg || !s_key || !s_group || !s_uop || !s_ref || !s_shape || !s_vshape || !s_device ||
-      !s_tensor_level || !s_stop || !s_shrink || !s_binds || !s_order || !empty_tuple || !zero_int || !minus_zero) return NULL;
+      !s_tensor_level || !s_stop || !s_shrink || !s_binds || !s_order || !empty_tuple || !zero_int || !one_int || !minus_zero) return NULL;
   return PyModule_Create(&module);
 }

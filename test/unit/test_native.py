@@ -1,6 +1,6 @@
 """The native core (fusegrad/native/core.c) against the Python functions it stands in for: the same nodes, keys, tensors
 and errors (skipped where it is not built: test_native_build.py says whether it must be)."""
-import gc, math, weakref
+import gc, math, sys, weakref
 from collections import namedtuple
 import pytest
 from fusegrad import Tensor, Variable, dtypes, native
@@ -186,8 +186,21 @@ def test_the_kernel_launcher_matches_python():
 def test_bad_launch_arguments_raise():
   class Prg: task_addr, parallel, params = 0, False, (0,)
   with pytest.raises(ValueError): core.run_task(Prg(), [(None, 0, 4)], [])
-  Prg.task_addr = 1
-  with pytest.raises(ValueError): core.run_task(Prg(), [], [])
+
+def test_a_kernel_of_more_buffers_than_the_c_launcher_takes_runs_through_ctypes():
+  try: xs = [Tensor.full((2,), float(i), device="CPU").contiguous().realize() for i in range(300)]
+  except Exception as e: pytest.skip(f"no CPU device here: {e}")
+  assert Tensor.cat(*xs).sum().item() == 2 * sum(range(300))
+
+@pytest.mark.parametrize("call", [lambda: core.unregister(weakref.ref(Tensor([1.0]))), lambda: ops.UOpMeta.ucache.forget("str"),
+                                  lambda: core.walk(cache.Walk.__new__(cache.Walk), UOp(Ops.SINK), ())])
+def test_bad_callback_and_walk_arguments_raise(call):
+  with pytest.raises((TypeError, AttributeError)): call()
+
+def test_deeply_nested_args_raise_recursion_error_as_python():
+  arg = ()
+  for _ in range(2 * sys.getrecursionlimit()): arg = (arg, 1.0)
+  with pytest.raises(RecursionError): core.arg_key(arg)
 
 @pytest.mark.parametrize("shape", [(), (2, 3), (0, 4), (2, -1), (True, 2), (2.0,), [3, 4], (2**70,), (-2**70,)], ids=repr)
 def test_plain_sizes_matches_python(shape):
@@ -199,3 +212,18 @@ def test_movement_matches_python():
     src = x if op is not Ops.EXPAND else core.movement(Ops.RESHAPE, x, (1, 2, 3))
     got, want = core.movement(op, src, shape, arg), python_version(ops, "_movement")(op, src, shape, arg)
     assert got is want and got.shape == shape and got.device == x.device and got.tensor_level
+
+INDEXES = [0, -1, 3, -4, 4, -5, (1, 2), (slice(None),), (slice(1, 3),), (slice(-2, None),), (slice(5, 1),), (slice(None, None, 1),),
+           (Ellipsis, 2), (None, 0), (slice(None), None, 1), (0, Ellipsis, None), (Ellipsis, Ellipsis), (slice(None, None, 2),),
+           (slice(None, None, -1),), (True,), (1.0,), ([0, 1],), (0, 1, 2, 0), (slice(0, 2), slice(1, 2), slice(None)), (2**70,),
+           (slice(2**70),), (slice(None, None, 2**70),), Ellipsis, None, ()]
+
+@pytest.mark.parametrize("index", INDEXES, ids=repr)
+def test_plain_view_matches_python(index):
+  from fusegrad.tensor import indexing
+  u = (Tensor.ones(4, 3, 2) + 0).uop
+  try: want = python_version(indexing, "_plain_view")(u, index)
+  except Exception as e:
+    with pytest.raises(type(e)): core.plain_view(u, index)
+    return
+  assert core.plain_view(u, index) is want
