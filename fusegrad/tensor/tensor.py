@@ -180,7 +180,9 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     dtype = to_dtype(dtype) if dtype is not None else None
     self.grad: Tensor | None = None
     self.requires_grad: bool | None = requires_grad
-    if isinstance(data, UOp): self.uop = data
+    if isinstance(data, UOp):  # (a node, cast to the dtype asked for; the device is the node's)
+      self.uop = data
+      if dtype and dtype != data.dtype: self.uop = self.cast(dtype).uop
     elif isinstance(data, Tensor): self.uop = data.cast(dtype).to(device).uop if dtype else data.to(device).uop
     elif data is None: self.uop = Tensor.empty(0, device=device, dtype=dtype or dtypes.default_float).uop
     # (np.float64 is a float: it goes with the numpy values below, keeping its dtype)

@@ -66,6 +66,8 @@ def test_tensor_constructor_keeps_its_general_path():
   x = Tensor([1.0, 2.0]).realize()
   assert Tensor(x.uop).uop is x.uop and Tensor(x.uop)._ref.group is not tensor_module._lazy  # a buffer's holders
   assert Tensor(data=[3]).tolist() == [3] and Tensor().shape == (0,)
+  # a node with another dtype asked for is cast (the dtype was ignored)
+  assert Tensor(x.uop, dtype=dtypes.int32).tolist() == [1, 2] and Tensor(x.uop, dtype=x.dtype).uop is x.uop
   class Sub(Tensor): pass
   s = Sub([1.0]) + 1
   assert type(s) is Sub and s.tolist() == [2.0]
