@@ -20,8 +20,8 @@ static PyObject *lazy, *tensor_unregister, *tensor_const, *CMPLT, *WHERE, *DERIV
 static PyObject *zero_int, *one_int, *minus_zero, *plain_view_py, *run_task_py;
 static PyObject *ops_cpu;  /* (the module: _run_task looks its cpu_count and pool_address up at each call) */
 /* interned attribute names, the empty tuple, 0 and -0.0 */
-static PyObject *s_params, *s_task_addr, *s_parallel, *s_cpu_count, *s_pool_address, *s_op, *s_dtype, *s_src, *s_arg, *s_key,
-                *s_group, *s_uop, *s_ref, *s_shape, *s_vshape, *s_device, *s_tensor_level, *s_stop, *s_shrink, *s_binds, *s_order,
+static PyObject *s_params, *s_task_addr, *s_parallel, *s_cpu_count, *s_pool_address, *s_op, *s_dtype, *s_src, *s_arg,
+                *s_uop, *s_ref, *s_shape, *s_vshape, *s_device, *s_tensor_level, *s_stop, *s_shrink, *s_binds, *s_order,
                 *empty_tuple;
 
 /* KeyRef's `key` and _TensorRef's `group` slots (helpers.py, tensor/tensor.py), read and written as their member
@@ -405,13 +405,6 @@ done:
   Py_XDECREF(dtype);
   Py_DECREF(d);
   return ret;
-}
-
-static PyObject *py_fast_alu(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-  if (nargs < 3 || nargs > 4) return PyErr_Format(PyExc_TypeError, "_fast_alu takes 3 or 4 arguments");
-  int reverse = nargs == 4 ? PyObject_IsTrue(args[3]) : 0;
-  if (reverse < 0) return NULL;
-  return fast_alu(args[0], args[1], args[2], reverse);
 }
 
 /* Tensor._fast_binary(self, op, x, reverse=False) */
@@ -1022,7 +1015,6 @@ static PyMethodDef methods[] = {
   {"arg_key", py_arg_key, METH_O, "ops._arg_key"},
   {"forgetter", forgetter, METH_O, "a WeakValueCache's weak-reference callback, for its dict"},
   {"unregister", unregister, METH_O, "the live-tensor registry's weak-reference callback"},
-  {"fast_alu", (PyCFunction)(void (*)(void))py_fast_alu, METH_FASTCALL, "OpBuilder._fast_alu"},
   {"fast_binary", (PyCFunction)(void (*)(void))fast_binary, METH_FASTCALL, "Tensor._fast_binary"},
   {"elementwise", (PyCFunction)(void (*)(void))elementwise, METH_FASTCALL, "ops._elementwise"},
   {"tensor_const", (PyCFunction)(void (*)(void))py_tensor_const, METH_FASTCALL, "OpBuilder.tensor_const"},
@@ -1040,7 +1032,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fgcore", NULL, -1, 
 PyMODINIT_FUNC PyInit__fgcore(void) {
   s_op = PyUnicode_InternFromString("op"); s_dtype = PyUnicode_InternFromString("dtype");
   s_src = PyUnicode_InternFromString("src"); s_arg = PyUnicode_InternFromString("arg");
-  s_key = PyUnicode_InternFromString("key"); s_group = PyUnicode_InternFromString("group");
   s_uop = PyUnicode_InternFromString("_uop"); s_ref = PyUnicode_InternFromString("_ref");
   s_shape = PyUnicode_InternFromString("shape"); s_vshape = PyUnicode_InternFromString("vshape");
   s_device = PyUnicode_InternFromString("device"); s_tensor_level = PyUnicode_InternFromString("tensor_level");
@@ -1055,7 +1046,7 @@ PyMODINIT_FUNC PyInit__fgcore(void) {
   zero_int = PyLong_FromLong(0);
   one_int = PyLong_FromLong(1);
   minus_zero = PyFloat_FromDouble(-0.0);
-  if (!s_op || !s_dtype || !s_src || !s_arg || !s_key || !s_group || !s_uop || !s_ref || !s_shape || !s_vshape || !s_device ||
+  if (!s_op || !s_dtype || !s_src || !s_arg || !s_uop || !s_ref || !s_shape || !s_vshape || !s_device ||
       !s_tensor_level || !s_stop || !s_shrink || !s_binds || !s_order || !empty_tuple || !zero_int || !one_int || !minus_zero) return NULL;
   return PyModule_Create(&module);
 }
