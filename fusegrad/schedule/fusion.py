@@ -59,7 +59,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, tail
     # so does one that would be computed inside a padded copy (a conv whose output is the next conv's padded input):
     # gated per element and tiled along the padded rows, ResNet's 56x56 convs ran 2.5x slower than in a kernel of their own
     elif u.op is Ops.REDUCE_AXIS and (shared or (in_reduce[u] or padded[u]) and _reads_broadcast(u, materialize)): materialize[u] = None
-    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW and _copies_pad(p, expanded[p], len(ctx[p]) > 1, rows, rows and tails) for p in ps):
+    elif u.op is Ops.PAD and any(p.op is Ops.WINDOW and _copies_pad(p, expanded[p], rows, rows and tails) for p in ps):
       materialize[u] = None
     elif expanded[u] and u.op not in GroupOp.Movement and u.op not in (Ops.BUFFER, Ops.CONST) and _cost(u, materialize) > EXPAND_COST_LIMIT:
       # cheap math is recomputed per broadcast element; expensive math (e.g. a random generator) gets a buffer
@@ -69,7 +69,7 @@ def decide_buffers(order: list[UOp], targets: list[UOp], rows: bool = True, tail
     if u in materialize or per_row: ctx[u], expanded[u], in_reduce[u], padded[u] = frozenset([u]), False, False, False
   return materialize
 
-def _copies_pad(window: UOp, expanded: bool, shared: bool, rows: bool, tails: bool) -> bool:
+def _copies_pad(window: UOp, expanded: bool, rows: bool, tails: bool) -> bool:
   """Is the padded input that sliding `window`s read (a padded conv) copied once, so that the conv's loads need no
   bounds checks? A depthwise conv (windows read by one output channel, not `expanded` to many) spends as long on that
   pass over memory as on the conv: it masks its loads instead where its rows are long (from MASKED_ROW_MIN outputs:
@@ -77,18 +77,19 @@ def _copies_pad(window: UOp, expanded: bool, shared: bool, rows: bool, tails: bo
   vectors, ran slower with masks than with the copy), and at stride 1 at any length where the tile's last vector can
   be masked as well (tails, renderer/cvector.py vector_loops: 512 channels at 14x14, batch 16, 0.80 -> 0.62 ms on
   AVX-512, 0.89 -> 0.59 under CPU_ISA=avx2; 960 at 7x7 0.63 -> 0.45 and 0.74 -> 0.44).
-  A dense or grouped conv reads in place on a CPU (rows) where its window is at most 3 wide and one kernel reads the
-  input. Its tap rows past the image's edge are left out by the tap loop's bounds and its middle column tiles read
+  A dense or grouped conv reads in place on a CPU (rows) where its window is at most 3 wide. Its tap rows past the image's edge are left out by the tap loop's bounds and its middle column tiles read
   without tests (renderer/cstyle.py bounded_loops, peeled_loops), so it runs as fast as from a copy, or faster (a
   64-channel 56x56 conv at batch 8 on AVX-512 4.45 -> 4.2 ms with the copy's 0.23 ms gone; stride 2, 64 -> 128
   channels: 3.3 -> 2.3-2.4 ms; under AVX2 7.9 -> 7.3-7.4 ms; ResNeXt's 4 channels a group, 128 at 28x28: 0.80 -> 0.69
   and 0.83 -> 0.80). Kept copied, as measured slower in place: a 7x7 stem (0.85 -> 0.87 ms on AVX-512, 1.26 -> 1.34
-  on AVX2), a 5x5 conv (under AVX2 32 channels at 28x28 1.69 -> 2.82 ms), and a copy read by the forward conv and its
-  weight gradient (whose masks are in its innermost loop, 6.1 -> 6.6 ms), which is one copy for both."""
+  on AVX2), and a 5x5 conv (under AVX2 32 channels at 28x28 1.69 -> 2.82 ms). That holds where the forward conv and
+  its weight gradient both read the input (a training step): ResNet's 3x3 stride-2 64 -> 128 step at 56x56, batch 8,
+  12.0 -> 11.2 ms of kernels on AVX-512 and 19.5 -> 16.4 under CPU_ISA=avx2 without the copy they shared; the 3x3
+  stride-1 64-channel step the same on AVX-512 (19.2-19.4 ms) and 30.6 -> 29.6 under AVX2."""
   k, strides, dilations = window.arg
   if not expanded: return not (window.shape[-len(k) - 1] >= MASKED_ROW_MIN or (tails and max(strides) == 1))
   narrow = (k[-1] - 1) * dilations[-1] < 3  # at most 3 wide
-  return shared or not narrow or not rows
+  return not narrow or not rows
 
 def _per_row(u: UOp, users: dict[UOp, list[UOp]], materialize) -> bool:
   """Is u (shape lead + trailing 1s) needed only per row of one kernel: does every path up to that kernel's root keep

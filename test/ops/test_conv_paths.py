@@ -210,8 +210,9 @@ def test_a_depthwise_conv_with_long_rows_reads_its_input_unpadded():
   x = Tensor.empty(2, 8, 40, 40)
   assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 5, 5), padding=2)) == 1
   assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=2, dilation=2)) == 1
-  # one padded input read by two kernels (a conv and, in training, its weight gradient): one copy serves both
-  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=1), x.conv2d(Tensor.empty(4, 8, 3, 3), padding=1)) == 1
+  # one padded input read by two kernels (a conv and, in training, its weight gradient): both read it in place
+  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 3, 3), padding=1), x.conv2d(Tensor.empty(4, 8, 3, 3), padding=1)) == 0
+  assert _padded_copies(x.conv2d(Tensor.empty(16, 8, 5, 5), padding=2), x.conv2d(Tensor.empty(4, 8, 5, 5), padding=2)) == 1
   # a gated load is 0 where its gate is off: the lowered conv has no select around it
   x, w = Tensor.empty(2, 8, 40, 40), Tensor.empty(8, 1, 3, 3)
   ast = lower_and_simplify(create_schedule([x.conv2d(w, padding=1, groups=8).uop])[0][-1].ast)
@@ -350,7 +351,7 @@ def test_strided_input_gradient_writes_no_column_buffer():
   # the composed gradient wrote every tap's product (9x the output gradient for a 3x3 kernel) and summed it into the input
   xs = (2, 8, 16, 16)
   items = _schedule(xs, (16, 8, 3, 3), stride=2, padding=1)
-  assert max(b.size for si in items for b in si.bufs) == 2 * 8 * 18 * 18  # the padded input is the largest (taps: 2 * 8 * 9 * 8 * 8)
+  assert max(b.size for si in items for b in si.bufs) <= 2 * 8 * 18 * 18  # at most the padded input's size (taps: 2 * 8 * 9 * 8 * 8)
 
 WGRAD_CASES = [  # x shape, w shape, kwargs; chunks of 800 floats of output gradient per group (WGRAD_BLOCK is 102400):
   # 100 images x pixels for 8 channels
