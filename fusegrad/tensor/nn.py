@@ -61,7 +61,7 @@ def _conv_vjp(red: UOp, groups: int, s_: tuple[int, ...], d_: tuple[int, ...], p
   """The gradients of a convolution of the padded input xp with the weight w, red being the node of its (bs, g, cout/g,
   *o) sum (a node, not a Tensor: the rule lives as long as the graph, which a lazy .grad can keep for many steps, and a
   Tensor in it would stay in the live-tensor registry that every assign and backward scans);
-  with `pads`, of the input x that xp pads (symmetric pads of a stride-1 convolution).
+  with `pads`, of the input x that xp pads (symmetric pads of a stride-1 convolution, any of an undilated strided one).
   The composed graph is correct but slow: its input gradient sums k shifted copies of a buffer k times the input's
   size, and its weight gradient reads both operands along a short spatial row. So the input gradient of a stride-1
   convolution is conv_transpose2d of the output gradient with the same weight (padded by the kernel's span less the
@@ -79,9 +79,9 @@ def _conv_vjp(red: UOp, groups: int, s_: tuple[int, ...], d_: tuple[int, ...], p
     # computed once for both gradients, channels last where the weight gradient reads it so (computed channels first,
     # it was copied again channels last: 2.9 of a 3x3 64-channel layer's 26 ms step at 56x56, batch 8)
     if all(needs): g = g.permute(0, *range(2, 2 + n), 1).contiguous().permute(0, n + 1, *range(1, n + 1)) if by_channels else g.contiguous()
-    if needs[0] and all(s == 1 for s in s_):
-      gx = g.conv_transpose2d(w, groups=groups, dilation=d_, padding=tuple(b for b, _ in pads or [(0, 0)] * n)).cast(xp.dtype)
-    elif needs[0] and all(d == 1 for d in d_): gx = _input_grad_by_phases(g, w, xp.shape, groups, s_).cast(xp.dtype)
+    lefts = tuple(b for b, _ in pads or [(0, 0)] * n)
+    if needs[0] and all(s == 1 for s in s_): gx = g.conv_transpose2d(w, groups=groups, dilation=d_, padding=lefts).cast(xp.dtype)
+    elif needs[0] and all(d == 1 for d in d_): gx = _input_grad_by_phases(g, w, x.shape, groups, s_, lefts).cast(x.dtype)
     elif needs[0]: gx = type(g)(compute_gradient(red, g.reshape(red.shape).uop, {xp.uop})[xp.uop])
     if by_channels: gw = _wgrad_channels_last(g, xp, w.shape, groups, s_, d_).cast(w.dtype)
     elif needs[1]:
@@ -93,24 +93,33 @@ def _conv_vjp(red: UOp, groups: int, s_: tuple[int, ...], d_: tuple[int, ...], p
     return gx, gw
   return vjp
 
-def _input_grad_by_phases(g: Tensor, w: Tensor, xp_shape: tuple[int, ...], groups: int, s_: tuple[int, ...]) -> Tensor:
-  """The gradient of a strided convolution's padded input xp (dilation 1), one stride-1 transposed convolution per phase:
-  the positions i with i % s == r take the kernel taps r, r + s, ... (w[..., r::s]), and the phases interleaved are the
-  gradient. The composed gradient wrote a column buffer of every tap's product, 9x the output gradient for a 3x3 kernel,
-  and summed it into the input (ResNet's 3x3 stride-2 64->128 layer at 56x56, batch 8: 7.7 ms)."""
-  n, k_, (bs, cin_all, *size) = len(s_), w.shape[2:], xp_shape
+def _input_grad_by_phases(g: Tensor, w: Tensor, x_shape: tuple[int, ...], groups: int, s_: tuple[int, ...], lefts: tuple[int, ...]) -> Tensor:
+  """The gradient of a strided convolution's input x (dilation 1, padded by `lefts` before each dim), one stride-1
+  transposed convolution per phase: the positions i with i % s == q are the padded input's i + left, which take the
+  kernel taps r, r + s, ... (w[..., r::s]) for r = (q + left) % s, from the output positions shifted by (q + left) // s;
+  the phases interleaved are the gradient. The composed gradient wrote a column buffer of every tap's product, 9x the
+  output gradient for a 3x3 kernel, and summed it into the input (ResNet's 3x3 stride-2 64->128 layer at 56x56, batch
+  8: 7.7 ms). Phases of x rather than of the padded input leave the interleave no shift to undo: it and the padding's
+  cut were one copy whose every element divided its index by the stride, 12 GB/s."""
+  n, k_, (bs, cin_all, *size) = len(s_), w.shape[2:], x_shape
   spans = [-(-sz // s) for sz, s in zip(size, s_)]  # positions per phase (the first phase's; others pad to it)
   phases = []
-  for r in itertools.product(*(range(s) for s in s_)):
+  for q in itertools.product(*(range(s) for s in s_)):
+    r, shift = zip(*(((qi + left) % s, (qi + left) // s) for qi, left, s in zip(q, lefts, s_)))
     if any(ri >= k for ri, k in zip(r, k_)):  # a phase no tap reaches (a 1x1 kernel's odd positions): zeros
       phases.append(type(g).zeros(bs, cin_all, *spans, dtype=g.dtype, device=g.device))
       continue
     part = g.conv_transpose2d(w[(slice(None), slice(None), *(slice(ri, None, s) for ri, s in zip(r, s_)))], groups=groups)
-    phases.append(part.pad(((0, 0), (0, 0), *((0, sp - ps) for sp, ps in zip(spans, part.shape[2:])))))
+    # positions shift .. shift + span of it, zeros past its ends
+    phases.append(part.pad(((0, 0), (0, 0), *((-c, c + sp - ps) for c, sp, ps in zip(shift, spans, part.shape[2:])))))
   # (s_0 * s_1 ..., bs, c, *spans) -> (bs, c, span_0, s_0, span_1, s_1, ...) -> rows of span * s, cut to the input's size
   out = type(g).stack(*phases).reshape(*s_, bs, cin_all, *spans).permute(n, n + 1, *flatten((n + 2 + i, i) for i in range(n)))
-  out = out.reshape(bs, cin_all, *(sp * s for sp, s in zip(spans, s_)))
-  return out.shrink(((0, bs), (0, cin_all), *((0, sz) for sz in size)))
+  out = out.reshape(bs, cin_all, *(sp * s for sp, s in zip(spans, s_))).shrink(((0, bs), (0, cin_all), *((0, sz) for sz in size)))
+  if not _channels_last(Device[g.device].renderer, w.shape[1], spans[-1]): return out
+  # phases computed channels last are interleaved so, moving whole vectors of channels, and the gradient is a view of
+  # that buffer (a stride-1 conv's input gradient is one too): interleaved channels first, the copy gathered every
+  # element (ResNet's 3x3 stride-2 64 -> 128 layer at 56x56, batch 8: 0.9-1.2 -> 0.45 ms)
+  return out.permute(0, *range(2, 2 + n), 1).contiguous().permute(0, n + 1, *range(1, n + 1))
 
 WGRAD_BLOCK = 102_400  # floats of output gradient summed into one partial weight gradient (see _wgrad_channels_last)
 
@@ -150,6 +159,11 @@ def _wgrad_channels_last(g: Tensor, xp: Tensor, w_shape: tuple, groups: int, s_:
   part = (xw * gt).sum(tuple(range(1, 2 + n)))  # (chunks, groups, cin, *k, rcout)
   total = part.reshape(part.shape[1:]) if bs == bc else part.contiguous().sum(0)  # (no images: no chunks, zeros)
   return type(g)(total.uop.permuted_contiguous((0, 2 + n, *range(1, 2 + n)))).reshape(cout, cin, *k_)
+
+def _channels_last(target, rcout: int, row: int) -> bool:
+  """Whether a conv with rcout output channels a group and output rows `row` wide computes its output channels last
+  (conv2d says why)."""
+  return rcout % 8 == 0 and (row < 16 or rcout >= 64 or not _row_fills_vectors(target, row))
 
 def _row_fills_vectors(target, n: int) -> bool:
   """Whether an n-wide image row is one or two whole SIMD vectors of the target (targets without them: yes)."""
@@ -421,7 +435,7 @@ class NNMixin(TensorMixin):
     xw = xp._pool(k_, s_, d_)  # (bs, cin_all, *o, *k)
     o_, rcout = xw.shape[2:2 + n], cout // groups
     xw = xw.reshape(bs, groups, cin, *o_, *k_).permute(0, 1, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n))  # (bs, g, *o, cin, *k)
-    if rcout % 8 == 0 and (o_[-1] < 16 or rcout >= 64 or not _row_fills_vectors(Device[x.device].renderer, o_[-1])):
+    if _channels_last(Device[x.device].renderer, rcout, o_[-1]):
       # channels last: the output channels are the innermost loop, read from a (g, cin, *k, rcout) copy of the weight,
       # so the kernel is a matmul with whole SIMD vectors where an image row is too short for them (a 6x6 image made
       # 6-wide vectors: 4.4x slower), or where 64 or more channels fill a whole tile (ResNet's 56x56 layers: 1.3x).
@@ -441,8 +455,8 @@ class NNMixin(TensorMixin):
       red = (xw.reshape(bs, groups, 1, *o_, cin, *k_) * w).sum(tuple(range(-1 - n, 0)), dtype=dtype)  # (bs, g, rcout, *o)
     # a stride-1 conv padded alike on both sides, within the kernel's span, takes its input gradient for x itself: a
     # transposed conv with that padding. For the padded copy, the border computed was then cropped off (a 56x56 layer
-    # computed 58x58) and the crop copied
-    direct = all(s == 1 for s in s_) and all(b == a <= d * (k - 1) for (b, a), d, k in zip(pads, d_, k_))
+    # computed 58x58) and the crop copied. So does a strided one (dilation 1), by phases of x (_input_grad_by_phases)
+    direct = all(d == 1 for d in d_) if any(s != 1 for s in s_) else all(b == a <= d * (k - 1) for (b, a), d, k in zip(pads, d_, k_))
     out = with_gradient(red.reshape(bs, cout, *o_), (x if direct else xp, weight), _conv_vjp(red.uop, groups, s_, d_, pads if direct else None))
     if bias is not None: out = out + bias.reshape(1, cout, *(1,) * n)
     return out.squeeze(0) if unbatched else out

@@ -320,7 +320,12 @@ def test_input_gradient_of_a_padded_conv(kw, tpad):
 STRIDED = [((2, 3, 11, 11), (8, 3, 3, 3), dict(stride=2, padding=1)), ((2, 4, 12, 9), (6, 4, 1, 1), dict(stride=2)),
            ((1, 3, 13, 10), (4, 3, 5, 5), dict(stride=(3, 2), padding=2)), ((2, 6, 9, 9), (6, 1, 3, 3), dict(stride=2, padding=1, groups=6)),
            ((2, 4, 10, 11), (8, 2, 2, 4), dict(stride=2, groups=2, padding=(1, 0))), ((2, 3, 14), (5, 3, 4), dict(stride=3, padding=1)),
-           ((1, 2, 5, 6, 7), (3, 2, 3, 2, 3), dict(stride=2))]
+           ((1, 2, 5, 6, 7), (3, 2, 3, 2, 3), dict(stride=2)),
+           # phases computed channels last (8 or more input channels a group) and so interleaved: odd sizes, stride 3,
+           # groups, padding past the kernel, a 1-d conv
+           ((2, 16, 11, 13), (8, 16, 3, 3), dict(stride=2, padding=1)), ((1, 8, 13, 10), (4, 8, 5, 5), dict(stride=(3, 2), padding=(2, 1))),
+           ((2, 16, 10, 11), (16, 8, 3, 3), dict(stride=2, groups=2, padding=1)), ((2, 8, 9, 9), (8, 8, 3, 3), dict(stride=2, padding=3)),
+           ((2, 8, 17), (16, 8, 3), dict(stride=2, padding=1))]
 
 @pytest.mark.parametrize("xs,ws,kw", STRIDED)
 def test_strided_input_gradient_by_phases(xs, ws, kw):
