@@ -139,7 +139,7 @@ def prelude(width: int, math: bool) -> str:
                                           w=width, **{f"r{m}": ", ".join(f"__builtin_{fn}(x[{i}])" for i in range(width)) for m, fn in _ROUND_FN.items()})))
   if not (math and width in MVEC_ISA): return out
   decls = "".join(f"f32x{width}a {_mvec(f, width)}(f32x{width}a);\n" for f in VECTOR_MATH.values())
-  return out + decls + EXP.substitute(w=width, mv=_mvec("exp", width), any=_best(ANY_ABOVE, width, " | ".join(f"!(a[{i}] <= b[{i}])" for i in range(width))))
+  return out + decls + EXP.substitute(w=width, any=_best(ANY_ABOVE, width, " | ".join(f"!(a[{i}] <= b[{i}])" for i in range(width))))
 
 # "some lane of a is above b, or NaN" (a compare and a mask test)
 ANY_ABOVE = {16: ("__AVX512F__", "__builtin_ia32_cmpps512_mask((f32x16a)a, (f32x16a)b, 22, (unsigned short)-1, 4)",
@@ -147,21 +147,33 @@ ANY_ABOVE = {16: ("__AVX512F__", "__builtin_ia32_cmpps512_mask((f32x16a)a, (f32x
              8: ("__AVX__", "__builtin_ia32_movmskps256(__builtin_ia32_cmpps256((f32x8a)a, (f32x8a)b, 22))",
                  "_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_NLE_UQ))"),
              4: ("__AVX__", "__builtin_ia32_movmskps(__builtin_ia32_cmpnleps((f32x4a)a, (f32x4a)b))", "_mm_movemask_ps(_mm_cmpnle_ps((__m128)a, (__m128)b))")}
-# libmvec's expf takes a scalar path for the whole vector when a lane's result is not a normal float (|x| above about
-# 87.3, or NaN): 30x as slow, and a masked softmax (-inf) or wide logits hit it on every vector (a causal softmax
-# 4096x1024: 4.4 -> 1.1 ms). Such lanes are shifted 40 into range (exactly: the result has x's exponent or a smaller
-# one) and scaled back by e^-+40; NaN passes through; a vector of masked-out lanes is 0. The test costs about a cycle
-# per vector.
+# e^x in normal-float range (|x| <= 87), inline: x = k ln 2 + r with k = round(x / ln 2), e^r by its Taylor series to
+# r^7 (|r| <= ln 2 / 2: the next term is under 1e-8), times 2^k built in the exponent bits. Every float in [-87, 87]
+# comes out within 0.94 ulp of e^x with FMA, 1.22 without. It replaced libmvec's expf (a call per vector): 4.2-4.6 ->
+# 3.3 ns a vector on an AVX-512 Xeon, 5.3-7.4 -> 5.0 under AVX2, and a softmax is mostly its exps.
+# Lanes whose result is not a normal float (|x| above 87, or NaN; a masked softmax's -inf, wide logits) take
+# exp_wide: shifted 40 into range (exactly: the result has x's exponent or a smaller one) and scaled back by e^-+40;
+# NaN passes through; a vector of masked-out lanes is 0. The test costs about a cycle per vector.
 EXP = string.Template("""static inline int any_above_f32x$w(f32x$w a, f32x$w b) { return $any; }
+static inline f32x$w exp_normal_f32x$w(f32x$w x) {
+  f32x$w t = fma_f32x$w(x, bcast_f32x$w(1.44269504088896341f), bcast_f32x$w(12582912.0f));  /* 1.5 * 2^23 + k */
+  f32x$w k = t - 12582912.0f;
+  f32x$w r = fma_f32x$w(k, bcast_f32x$w(-0.693359375f), x);  /* ln 2's first 9 bits: exact */
+  r = fma_f32x$w(k, bcast_f32x$w(2.12194440e-4f), r);  /* and the rest */
+  f32x$w p = fma_f32x$w(bcast_f32x$w(1.0f / 5040), r, bcast_f32x$w(1.0f / 720));
+  p = fma_f32x$w(p, r, bcast_f32x$w(1.0f / 120)); p = fma_f32x$w(p, r, bcast_f32x$w(1.0f / 24)); p = fma_f32x$w(p, r, bcast_f32x$w(1.0f / 6));
+  p = fma_f32x$w(p, r, bcast_f32x$w(0.5f)); p = fma_f32x$w(p, r, bcast_f32x$w(1.0f)); p = fma_f32x$w(p, r, bcast_f32x$w(1.0f));
+  return p * (f32x$w)(((i32x$w)t - (0x4B400000 - 127)) << 23);
+}
 static __attribute__((noinline)) f32x$w exp_wide_f32x$w(f32x$w x) {
   if (!any_above_f32x$w(x, bcast_f32x$w(-104.0f))) return bcast_f32x$w(0.0f);  /* all masked out: e^x rounds to 0 */
   i32x$w lo = x < -87.0f, hi = x > 87.0f, nan = x != x;
   f32x$w t = where_f32x$w(lo, max_f32x$w(x, bcast_f32x$w(-120.0f)) + 40.0f, where_f32x$w(hi, where_f32x$w(x > 120.0f, bcast_f32x$w(120.0f), x) - 40.0f, where_f32x$w(nan, bcast_f32x$w(0.0f), x)));
-  f32x$w y = $mv(t);
+  f32x$w y = exp_normal_f32x$w(t);
   return where_f32x$w(lo, y * 4.248354255291589e-18f, where_f32x$w(hi, y * 2.3538526683702e17f, where_f32x$w(nan, x, y)));
 }
 static inline f32x$w exp_f32x$w(f32x$w x) {
-  return __builtin_expect(any_above_f32x$w((f32x$w)((i32x$w)x & 0x7fffffff), bcast_f32x$w(87.0f)), 0) ? exp_wide_f32x$w(x) : $mv(x);
+  return __builtin_expect(any_above_f32x$w((f32x$w)((i32x$w)x & 0x7fffffff), bcast_f32x$w(87.0f)), 0) ? exp_wide_f32x$w(x) : exp_normal_f32x$w(x);
 }
 """)
 
