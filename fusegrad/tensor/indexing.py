@@ -240,14 +240,28 @@ def _plain_view(u: UOp, indices) -> UOp | None:
 
 def _view_nodes(u: UOp, shrinks, flips, strides, final) -> UOp:
   """The basic part of an index on node u: each dim shrunk, flipped, every stride-th element kept (the dim padded to a
-  multiple of the stride, split into (n, stride), column 0 kept), then reshaped to the final shape."""
-  u = u.shrink(shrinks)
-  if any(flips): u = u.flip([i for i, f in enumerate(flips) if f])
+  multiple of the stride, split into (n, stride), column 0 kept), then reshaped to the final shape. The index's bounds
+  come checked (slice.indices), so without symbolic dims the nodes are made directly, not by the movement builders,
+  whose checks made a strided slice (w[:, :, 0::2, 1::2]) 39 us against 2.8 for a step-1 one."""
+  if u.vshape is not u.shape:
+    u = u.shrink(shrinks)
+    if any(flips): u = u.flip([i for i, f in enumerate(flips) if f])
+    if any(s != 1 for s in strides):
+      u = u.pad(tuple((0, (-sh) % st if sh else 0) for sh, st in zip(u.shape, strides)))
+      u = u.reshape(flatten((sh // st, st) for sh, st in zip(u.shape, strides)))
+      u = u.shrink([p for sh in u.shape[0::2] for p in ((0, sh), (0, 1))])
+    return u.reshape(tuple(final))
+  def moved(op: Ops, x: UOp, shape: tuple, arg=None) -> UOp: return x if shape == x.shape and op is not Ops.FLIP else _movement(op, x, shape, arg)
+  shrinks = tuple(shrinks)
+  u = moved(Ops.SHRINK, u, tuple(e - b for b, e in shrinks), shrinks)
+  if any(flips): u = moved(Ops.FLIP, u, u.shape, tuple(flips))
   if any(s != 1 for s in strides):
-    u = u.pad(tuple((0, (-sh) % st if sh else 0) for sh, st in zip(u.shape, strides)))
-    u = u.reshape(flatten((sh // st, st) for sh, st in zip(u.shape, strides)))
-    u = u.shrink([p for sh in u.shape[0::2] for p in ((0, sh), (0, 1))])
-  return u.reshape(tuple(final))
+    pads = tuple((0, (-sh) % st if sh else 0) for sh, st in zip(u.shape, strides))
+    u = moved(Ops.PAD, u, tuple(sh + a for sh, (_, a) in zip(u.shape, pads)), pads)
+    u = moved(Ops.RESHAPE, u, tuple(flatten((sh // st, st) for sh, st in zip(u.shape, strides))))
+    cut = tuple(p for sh in u.shape[0::2] for p in ((0, sh), (0, 1)))
+    u = moved(Ops.SHRINK, u, tuple(e - b for b, e in cut), cut)
+  return moved(Ops.RESHAPE, u, tuple(final))
 
 def _basic_view(x: Tensor, ix: _Index) -> Tensor:
   v = _view_nodes(x.uop, ix.shrinks, ix.flips, ix.strides, ix.final)

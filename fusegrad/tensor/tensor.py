@@ -155,6 +155,16 @@ def _viewed_by_another(base: UOp, but: "Tensor") -> bool:
   for r in list(_lazy.values()):
     if (t := r()) is not None and t._uop.op in _VIEW_OPS and t is not but and base in _view_chain(t._uop): return True
   return False
+def _reads_leaf(u: UOp, leaves: set[UOp]) -> bool:
+  """Whether u's graph holds one of `leaves` other than through a DETACH: depth first, done at the first one found (the
+  newest layer's weights are near the top; a whole toposort of a conv's gradients took 0.2 ms of each realize)."""
+  stack, seen = [u], set()
+  while stack:
+    if (x := stack.pop()) in leaves: return True
+    if x not in seen and x.op is not Ops.DETACH:
+      seen.add(x)
+      stack.extend(x.src)
+  return False
 def _grad_leaf_uops() -> set[UOp]: return {t.uop for r in list(_grad_tensors.values()) if (t := r()) is not None and t._requires_grad}
 _leaf_ids = itertools.count()  # tensors given a new value by assign() and not yet realized
 
@@ -245,14 +255,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     own flag, `_requires_grad`: that is what makes a leaf (in-place rules, which tensors backward() fills)."""
     if (flag := self._requires_grad) is not None: return flag
     if Tensor.no_grad: return False  # (torch's results under no_grad; for one made before, torch would say True)
-    if not (leaves := _grad_leaf_uops()): return None
-    stack, seen = [self._uop], set()  # depth first, done at the first leaf: the newest layer's weights are near the top
-    while stack:
-      if (u := stack.pop()) in leaves: return True
-      if u not in seen and u.op is not Ops.DETACH:
-        seen.add(u)
-        stack.extend(u.src)
-    return None
+    return True if (leaves := _grad_leaf_uops()) and _reads_leaf(self._uop, leaves) else None
   @property
   def is_leaf(self) -> bool:
     """torch's: False only for an op's result that requires grad through its inputs (see requires_grad)."""
@@ -530,7 +533,7 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
         # the realized map makes later kernels read the buffer instead of recomputing
         if not t._requires_grad:
           if grad_leaves is None: grad_leaves = _grad_leaf_uops() if _grad_tensors else ()
-          if grad_leaves and any(u in grad_leaves for u in old.toposort(lambda u: u.op is Ops.DETACH)): continue
+          if grad_leaves and _reads_leaf(old, grad_leaves): continue
         if old in shared: continue
         shared.add(old)
         t.uop = views[old]

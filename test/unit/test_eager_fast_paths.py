@@ -84,3 +84,27 @@ def test_relu_and_clamp_gradients():
   (x.relu() * 1 + x.clamp(-1, 1) * 10 + x.clamp(min=0.5) * 100 + x.clamp(max=0.0) * 1000).sum().backward()
   # relu: none at 0; clamp: all of it at the bounds
   assert x.grad.tolist() == [1000, 1010, 1010, 111, 111, 101]
+
+def _builders_view(u, shrinks, flips, strides, final):
+  """indexing._view_nodes by the movement builders (with their checks): the path symbolic dims still take."""
+  u = u.shrink(shrinks)
+  if any(flips): u = u.flip([i for i, f in enumerate(flips) if f])
+  if any(s != 1 for s in strides):
+    u = u.pad(tuple((0, (-sh) % st if sh else 0) for sh, st in zip(u.shape, strides)))
+    u = u.reshape([n for sh, st in zip(u.shape, strides) for n in (sh // st, st)])
+    u = u.shrink([p for sh in u.shape[0::2] for p in ((0, sh), (0, 1))])
+  return u.reshape(tuple(final))
+
+def test_strided_and_flipped_slices_build_the_builders_nodes():
+  # a slice with a step (or a negative one) makes its nodes without the movement builders' checks: the same nodes, for
+  # empty dims, steps past the dim, negative starts and stops
+  import random
+  from fusegrad.tensor import indexing
+  rng = random.Random(0)
+  for _ in range(600):
+    shape = tuple(rng.randint(0, 6) for _ in range(rng.randint(1, 4)))
+    t = Tensor.empty(*shape, device=DEVICE)
+    idx = tuple(slice(rng.choice([None, -7, -2, 0, 1, 3, 8]), rng.choice([None, -7, -1, 0, 2, 5, 9]), rng.choice([None, 1, 2, 3, -1, -2, 5])) for _ in shape)
+    ix = indexing._parse_index(t, idx)
+    assert indexing._view_nodes(t.uop, ix.shrinks, ix.flips, ix.strides, ix.final) is _builders_view(t.uop, ix.shrinks, ix.flips, ix.strides, ix.final), (shape, idx)
+    assert t[idx].uop is _builders_view(t.uop, ix.shrinks, ix.flips, ix.strides, ix.final)
