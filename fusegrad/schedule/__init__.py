@@ -57,7 +57,8 @@ def _schedule(sink: UOp, order: list[UOp], any_realized: bool, permuted: bool) -
       out_view[u] = u
       continue
     # an in-place write's kernel writes its target's own buffer
-    out = buffer_view(u.src[0]) if u.op is Ops.ASSIGN else new_buffer_uop(u.device, u.size, u.dtype)
+    # (a graph of bound Variables alone has no device: its value goes to the default one)
+    out = buffer_view(u.src[0]) if u.op is Ops.ASSIGN else new_buffer_uop(u.device or Device.DEFAULT, u.size, u.dtype)
     si, binds = build_kernel(u, out, out_view)
     items.append(si)
     item_binds.append(binds)

@@ -241,6 +241,21 @@ class CreationMixin(TensorMixin):
 
   # ---------------- from memory
   @classmethod
+  def from_url(cls: type[Tensor], url: str, gunzip: bool = False, **kwargs) -> Tensor:
+    """tinygrad's: the bytes of the file at url (uint8, or kwargs' dtype) as a DISK tensor, from helpers.fetch, which
+    downloads nothing: the file must be local or already in fetch's cache. gunzip=True decompresses it first."""
+    from fusegrad.helpers import fetch
+    return cls(fetch(url, gunzip=gunzip), **kwargs)
+  @classmethod
+  def from_uop(cls: type[Tensor], y: UOp, **kwargs) -> Tensor:
+    """tinygrad's: a tensor of a scalar node: a bound Variable, a constant, or sums and products of them."""
+    if y.op is Ops.BIND: return cls(y, **kwargs, requires_grad=False)
+    if y.op is Ops.CONST: return cls(y.arg, **kwargs, requires_grad=False)
+    if y.op in (Ops.ADD, Ops.MUL):
+      a, b = (cls.from_uop(s, **kwargs) for s in y.src)
+      return a + b if y.op is Ops.ADD else a * b
+    raise TensorError(f"from_uop: a {y.op.name} node is not a bound Variable, a constant, or a sum or product of them")
+  @classmethod
   def from_blob(cls: type[Tensor], ptr, shape, **kwargs) -> Tensor:
     """A tensor holding a copy of the memory at ptr (an int address, a ctypes pointer, or an object with
     __array_interface__ such as a numpy array): shape and dtype (default float32) say how much. tinygrad aliases the

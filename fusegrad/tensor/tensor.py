@@ -542,6 +542,14 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     """tinygrad's: the kernels (ScheduleItems, in order) that realizing self and lst would run, without running them.
     Realizing afterwards schedules again (from the schedule cache)."""
     with _realize_lock: return create_schedule([t.uop for t in (self, *lst)])[0]
+  def schedule_with_vars(self, *lst: Tensor) -> tuple[list, dict[str, int]]:
+    """tinygrad's: schedule() and the values of the Variables its kernels are launched with, by name."""
+    items = self.schedule(*lst)
+    return items, {v.arg[0]: x for si in items for v, x in si.var_vals}
+  def kernelize(self, *lst: Tensor) -> Tensor:
+    """tinygrad's: group the graph into kernels without running them. Here kernels are made when a tensor is realized,
+    so this returns self unchanged."""
+    return self
   def realize(self, *lst: Tensor, do_update_stats: bool = True) -> Tensor:
     """Compute this tensor and those of lst (one schedule). do_update_stats is tinygrad's and changes nothing: the
     counters in GlobalCounters are always updated."""
@@ -602,13 +610,26 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
   def __array__(self, dtype=None, copy=None):
     arr = self.numpy()
     return arr.astype(dtype) if dtype is not None else arr
-  def to(self, device: str | None) -> Tensor:
+  def to(self, device: str | tuple[str, ...] | None) -> Tensor:
+    if isinstance(device, (tuple, list)): return self.shard(device)
     device = canonicalize(device)
     if device == self.device: return self
     return Tensor(UOp(Ops.COPY, self.dtype, (self.contiguous().uop, UOp(Ops.DEVICE, arg=device))))
   def to_(self, device: str | None) -> Tensor:
     self.uop = self.to(device).uop
     return self
+  def shard(self, devices: str | tuple[str, ...] | list[str], axis: int | None = None) -> Tensor:
+    """tinygrad's: this tensor split along `axis` (or copied whole) across `devices`. A tensor here lives on one device,
+    so one device is a move to it (to()); several raise NotImplementedError rather than run on one of them unasked."""
+    devices = (devices,) if isinstance(devices, str) else tuple(devices)
+    if axis is not None: _norm_axis(axis, self.ndim)
+    if len(devices) == 1: return self.to(devices[0])
+    raise NotImplementedError(f"shard across {devices}: fusegrad has no multi-device tensors; keep the tensor on one device "
+                              f"(x.to({devices[0] if devices else 'CPU'!r})) and run the model there")
+  def shard_(self, devices: str | tuple[str, ...] | list[str], axis: int | None = None) -> Tensor:
+    self.uop = self.shard(devices, axis).uop
+    return self
+  def shard_like(self, y: Tensor) -> Tensor: return self.to(y.device)
   def clone(self, device: str | None = None, **kwargs) -> Tensor:
     """A copy in a buffer of its own, on `device` (default: self's device), as tinygrad's clone(device=)."""
     x = self.to(device) if device is not None else self

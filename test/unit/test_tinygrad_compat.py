@@ -290,3 +290,36 @@ def test_lstm_cell_shapes_and_defaults():
   assert nn.LSTMCell(3, 4, bias=False).bias_hh is None
   with pytest.raises(ValueError, match="needs x of shape"): cell(Tensor.ones(2, 5))
   with pytest.raises(ValueError, match="hc must be"): cell(Tensor.ones(2, 3), (h, c[:1]))
+
+# ======================================================================== Tensor entry points
+
+def test_a_realized_bound_variable_stays_usable():
+  # Tensor(bound Variable) has no device of its own; once realized its buffer had none either, and the next graph
+  # reading it crashed in the schedule cache
+  t = Tensor(Variable("i", 1, 10).bind(3))
+  assert t.item() == 3 and (t * 2).item() == 6 and (t + Tensor(1)).item() == 4
+
+def test_from_uop_from_url_schedule_with_vars_kernelize(tmp_path):
+  v = Variable("n", 1, 10).bind(4)
+  assert Tensor.from_uop(v).item() == 4 and Tensor.from_uop((v * 3) + 2).item() == 14
+  assert Tensor.from_uop(fusegrad.UOp.const(fusegrad.dtypes.float32, 2.5)).item() == 2.5
+  with pytest.raises(Exception, match="from_uop: a "): Tensor.from_uop(Tensor([1, 2]).uop)
+  f = tmp_path / "blob.bin"
+  f.write_bytes(bytes([3, 1, 4, 1, 5]))
+  assert Tensor.from_url(f.as_uri()).to(None).tolist() == [3, 1, 4, 1, 5]
+  gz = tmp_path / "blob.gz"
+  gz.write_bytes(gzip.compress(bytes([2, 7])))
+  assert Tensor.from_url(str(gz), gunzip=True).to(None).tolist() == [2, 7]
+  with pytest.raises(RuntimeError, match="does not download anything"): Tensor.from_url("https://example.invalid/nothing.bin")
+  x = Tensor([1.0, 2.0])
+  items, var_vals = (x + 1).schedule_with_vars()
+  assert len(items) == 1 and var_vals == {}
+  assert x.kernelize() is x and x.kernelize(Tensor([3.0])) is x
+
+def test_shard_on_one_device_moves_and_on_several_says_why():
+  x = Tensor([1.0, 2.0])
+  assert x.shard((x.device,)).tolist() == [1.0, 2.0] and x.to([x.device]).device == x.device
+  assert x.shard_like(x).device == x.device and x.shard_((x.device,), axis=0) is x
+  with pytest.raises(NotImplementedError, match="no multi-device tensors"): x.shard((x.device, x.device), axis=0)
+  with pytest.raises(NotImplementedError, match="no multi-device tensors"): x.to((x.device, x.device))
+  with pytest.raises(IndexError): x.shard((x.device,), axis=3)
