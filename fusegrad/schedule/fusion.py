@@ -77,8 +77,9 @@ def _copies_pad(window: UOp, expanded: bool, rows: bool, tails: bool) -> bool:
   vectors, ran slower with masks than with the copy), and at stride 1 at any length where the tile's last vector can
   be masked as well (tails, renderer/cvector.py vector_loops: 512 channels at 14x14, batch 16, 0.80 -> 0.62 ms on
   AVX-512, 0.89 -> 0.59 under CPU_ISA=avx2; 960 at 7x7 0.63 -> 0.45 and 0.74 -> 0.44).
-  A dense or grouped conv reads in place on a CPU (rows) where its window is at most 3 wide. Its tap rows past the image's edge are left out by the tap loop's bounds and its middle column tiles read
-  without tests (renderer/cstyle.py bounded_loops, peeled_loops), so it runs as fast as from a copy, or faster (a
+  A dense or grouped conv reads in place on a CPU (rows) where its window is at most 3 wide. Its tap rows past the
+  image's edge are left out by the tap loop's bounds and its middle column tiles read without tests
+  (renderer/cstyle.py bounded_loops, peeled_loops), so it runs as fast as from a copy, or faster (a
   64-channel 56x56 conv at batch 8 on AVX-512 4.45 -> 4.2 ms with the copy's 0.23 ms gone; stride 2, 64 -> 128
   channels: 3.3 -> 2.3-2.4 ms; under AVX2 7.9 -> 7.3-7.4 ms; ResNeXt's 4 channels a group, 128 at 28x28: 0.80 -> 0.69
   and 0.83 -> 0.80). Kept copied, as measured slower in place: a 7x7 stem (0.85 -> 0.87 ms on AVX-512, 1.26 -> 1.34
