@@ -13,7 +13,7 @@ from fusegrad.uop.ops import Ops, UOp, check_size, smax, sym_node
 from fusegrad import buffers
 from fusegrad.engine import rng
 from fusegrad.tensor.common import IDX, TensorMixin, _check_numel, _checked_dtype
-from fusegrad.tensor.indexing import _sort_rank
+from fusegrad.tensor.indexing import _sort_indices
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor
@@ -231,13 +231,12 @@ class CreationMixin(TensorMixin):
     return (T.rand(self.shape, device=self.device) < probs).cast(self.dtype if dtypes.is_float(self.dtype) or p is not None else dtypes.default_float)
   @classmethod
   def randperm(cls: type[Tensor], n: int, device: str | None = None, dtype=None, **kwargs) -> Tensor:
-    """A random permutation of 0..n-1: the ranks of n random 32-bit keys (ties broken by position)."""
+    """A random permutation of 0..n-1: the order that sorts n random 32-bit keys (ties broken by position)."""
     if n < 0: raise RuntimeError(f"randperm(): n must be non-negative, got {n}")
     dt = to_dtype(dtype) if dtype is not None else IDX
     if n == 0: return cls.zeros(0, dtype=dt, device=device, **kwargs)
     keys = cls._random_bits((n,), device)
-    rank = _sort_rank(keys, False)
-    return cls(rank.cast(dt).uop, **kwargs)
+    return cls(_sort_indices(keys, False).cast(dt).uop, **kwargs)
 
   # ---------------- from memory
   @classmethod

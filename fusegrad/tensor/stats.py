@@ -11,7 +11,7 @@ from fusegrad.dtype import dtypes
 from fusegrad.helpers import DTypeError, TensorError, prod
 from fusegrad.uop.ops import broadcast_shape, wide_dtype
 from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange, _norm, _to_last
-from fusegrad.tensor.indexing import _rank_to_index, _sort_rank
+from fusegrad.tensor.indexing import _rank_to_index, _sort_indices, _sort_rank
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor  # noqa: F401
@@ -105,11 +105,12 @@ def _q_values(x: Tensor, q, name: str) -> tuple[Tensor, bool]:
   qt = q.detach().cast(x.dtype) if is_tensor(q) else T(qs, device=x.device, dtype=x.dtype).reshape(len(qs))
   return qt.reshape(len(qs)), scalar
 
-def _pick_ranked(xr: Tensor, rank: Tensor, pos: Tensor) -> tuple[Tensor, Tensor]:
-  """(value, index) of the element of each row of xr (..., n) whose stable-sort rank is pos (..., 1)."""
+def _pick_sorted(xr: Tensor, order: Tensor, pos: Tensor) -> tuple[Tensor, Tensor]:
+  """(value, index) of the element at position pos (..., 1) of each row of xr (..., n) in a stable sort, whose indices
+  are `order`."""
   n = xr.shape[-1]
-  idx = (rank == pos).where(_arange(n, xr), 0).sum(-1, keepdim=True, dtype=IDX)
-  shape = broadcast_shape(xr.shape[:-1], idx.shape[:-1])
+  shape = broadcast_shape(xr.shape[:-1], pos.shape[:-1])
+  idx = order._broadcast_to(shape + (n,)).gather(-1, pos._broadcast_to(shape + (1,)))
   return xr._broadcast_to(shape + (n,)).gather(-1, idx), idx
 
 def _quantile(self: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_nan: bool, name: str) -> Tensor:
@@ -127,7 +128,7 @@ def _quantile(self: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_na
     xr = _to_last(x, d) if x.ndim else x.reshape(1)
   n, nq = xr.shape[-1], qt.shape[0]
   qv = qt.reshape((nq,) + (1,) * xr.ndim)
-  rank = _sort_rank(xr.detach(), False)
+  order = _sort_indices(xr.detach(), False)
   nan = xr.detach().isnan()
   if ignore_nan:
     r = qv * (nan.logical_not().sum(-1, keepdim=True, dtype=IDX) - 1).cast(x.dtype)
@@ -136,9 +137,9 @@ def _quantile(self: Tensor, q, dim, keepdim: bool, interpolation: str, ignore_na
   if interpolation == "lower": r = r.floor()
   elif interpolation == "higher": r = r.ceil()
   elif interpolation == "nearest": r = r.round()  # half to even, as torch
-  v, _ = _pick_ranked(xr, rank, r.floor().cast(IDX))
+  v, _ = _pick_sorted(xr, order, r.floor().cast(IDX))
   if interpolation in ("linear", "midpoint"):
-    above, _ = _pick_ranked(xr, rank, r.ceil().cast(IDX))
+    above, _ = _pick_sorted(xr, order, r.ceil().cast(IDX))
     v = v.lerp(above, r - r.floor() if interpolation == "linear" else 0.5)
   lead = (nq,) + xr.shape[:-1]
   if not keepdim: v = v.reshape(lead)
@@ -201,7 +202,7 @@ class StatsMixin(TensorMixin):
     if self.shape[d] == 0: raise IndexError(f"nanmedian(): cannot take the median of an empty dim {d} of {self.shape}")
     xr = _to_last(self, d)
     count = xr.detach().isnan().logical_not().sum(-1, keepdim=True, dtype=IDX)
-    vals, idx = _pick_ranked(xr, _sort_rank(xr.detach(), False), (count - 1).maximum(0) // 2)
+    vals, idx = _pick_sorted(xr, _sort_indices(xr.detach(), False), (count - 1).maximum(0) // 2)
     shape = self.shape[:d] + (1,) + self.shape[d + 1:] if keepdim else xr.shape[:-1]
     return _NanmedianRet(vals.reshape(shape), idx.reshape(shape))
 

@@ -514,6 +514,29 @@ class TestSort:
   def test_sort_longer_row(self):
     helper_test_op([(2, 300)], lambda x: vi(x.sort(1)), lambda x: x.sort(1))
 
+  # rows longer than SORT_NETWORK_MIN (2048) sort by a bitonic network (padded to a power of two): stable, NaN largest,
+  # against torch for sort, argsort, topk, median, kthvalue and quantile, with ties (ints), NaN and +-inf, and bool
+  @pytest.mark.parametrize("n", [2500, 4096])
+  @pytest.mark.parametrize("descending", [False, True])
+  def test_sort_long_rows(self, n, descending):
+    helper_test_op([(2, n)], lambda x: vi(x.sort(dim=1, descending=descending, stable=True)), lambda x: x.sort(1, descending=descending))
+    helper_test_op([(2, n)], lambda x: vi(x.sort(dim=1, descending=descending, stable=True)), lambda x: x.sort(1, descending=descending), dtype=i32, low=-20, high=20)
+    rng = np.random.default_rng(n)
+    v = rng.standard_normal(n).astype(np.float32)
+    v[::37], v[::53], v[::71], v[::11] = np.nan, np.inf, -np.inf, 0.5
+    helper_test_op(None, lambda x: vi(x.sort(descending=descending, stable=True)), lambda x: x.sort(descending=descending), vals=[v.tolist()], forward_only=True)
+    helper_test_op([(n,)], lambda x: x.argsort(descending=descending, stable=True).int(), lambda x: x.argsort(descending=descending), dtype=b, forward_only=True)
+
+  def test_order_statistics_long_rows(self):
+    helper_test_op([(2, 3000)], lambda x: vi(x.topk(7, 1)), lambda x: x.topk(7, 1))
+    helper_test_op([(2, 3000)], lambda x: vi(x.topk(5, 1, largest=False)), lambda x: x.topk(5, 1, largest=False), dtype=i32, low=-10**6, high=10**6)
+    helper_test_op([(3000, 2)], lambda x: vi(x.median(0)), lambda x: x.median(0))
+    helper_test_op([(2, 3001)], lambda x: vi(x.kthvalue(1234, 1)), lambda x: x.kthvalue(1234, 1))
+    helper_test_op([(2, 2999)], lambda x: x.quantile(torch.tensor([0.1, 0.5, 0.93]), dim=1), lambda x: x.quantile(Tensor([0.1, 0.5, 0.93]), dim=1))
+    helper_test_op([(2, 2999)], lambda x: vi(x.nanmedian(1)), lambda x: x.nanmedian(1))
+    p = Tensor.randperm(5000).numpy()
+    assert sorted(p.tolist()) == list(range(5000)) and (p != np.arange(5000)).any()
+
   @pytest.mark.parametrize("dim,desc", [(0, False), (-1, True)])
   def test_argsort(self, dim, desc):
     helper_test_op([(4, 6)], lambda x: x.argsort(dim, descending=desc).int(), lambda x: x.argsort(dim, descending=desc), forward_only=True)
