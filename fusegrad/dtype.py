@@ -1,6 +1,6 @@
 """Data types, PyTorch-style type promotion, and value conversions."""
 from __future__ import annotations
-import math, struct
+import math, os, struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,16 @@ DTypeLike = str | DType  # what a dtype= argument accepts: a DType or its name
 
 dtypes.floats, dtypes.uints, dtypes.sints, dtypes.fp8s = FLOATS, UINTS, SINTS, FP8S  # type: ignore[attr-defined]
 dtypes.ints, dtypes.all = UINTS + SINTS, FLOATS + UINTS + SINTS + (dtypes.bool,)  # type: ignore[attr-defined]
+
+def _default_float_from_env() -> DType:
+  """tinygrad's DEFAULT_FLOAT: the float dtype of float data with no dtype given (HALF, FLOAT16, BFLOAT16, FLOAT, ...),
+  read once at import. Anything else stops the import with the names it accepts."""
+  name = os.environ.get("DEFAULT_FLOAT", "").strip().lower()
+  if not name: return dtypes.float32
+  if (d := DTYPES_BY_NAME.get(name)) is None or not dtypes.is_float(d):
+    raise ValueError(f"DEFAULT_FLOAT={name!r} is not a float dtype; use one of {sorted(n for n, d in DTYPES_BY_NAME.items() if dtypes.is_float(d))}")
+  return d
+dtypes.default_float = _default_float_from_env()
 
 def to_dtype(x: Any) -> DType:
   """Accept a DType, a name ('float32'), a numpy dtype or a torch dtype."""

@@ -323,3 +323,11 @@ def test_shard_on_one_device_moves_and_on_several_says_why():
   with pytest.raises(NotImplementedError, match="no multi-device tensors"): x.shard((x.device, x.device), axis=0)
   with pytest.raises(NotImplementedError, match="no multi-device tensors"): x.to((x.device, x.device))
   with pytest.raises(IndexError): x.shard((x.device,), axis=3)
+
+def test_default_float_env_sets_the_float_dtype_at_import():
+  import os, subprocess, sys
+  run = lambda v: subprocess.run([sys.executable, "-c", "from fusegrad import Tensor, dtypes; print(dtypes.default_float, Tensor([1.5]).dtype, Tensor.rand(2).dtype)"],  # noqa: E731
+                                 capture_output=True, text=True, env={**os.environ, "DEFAULT_FLOAT": v})
+  assert run("HALF").stdout.split() == ["dtypes.half"] * 3 and run("bfloat16").stdout.split()[0] == "dtypes.bfloat16"
+  bad = run("int32")
+  assert bad.returncode != 0 and "DEFAULT_FLOAT='int32' is not a float dtype" in bad.stderr
