@@ -153,9 +153,21 @@ class _Capture:
     swappable = swapped | {b for *_, b0, b1 in self.state for b in (b0, b1)}
     self.captured = captured = _keep_static_outputs(captured, written, swappable | {_buf(t) for t in outs})
     self.launches = [_Launch(si, prg, swappable, written) for si, prg in captured]
+    self.written, self.copies = {si.bufs[0] for si, _ in captured}, {}
     run = [k.prg.spec for k in self.launches if k.run is not None]
     self.counts = (len(run), sum(s.flops for s in run), sum(s.mem_bytes for s in run))
     return ret
+
+  def _unalias(self, subst: dict) -> None:
+    """Where a buffer a replay reads in place of a captured one (an input, a tensor read but not written, a state
+    tensor's current value) is one that this replay's kernels write, read a private copy of it instead. Such a buffer is
+    a previous call's result: an output fed back (`x = step(x)`), or a returned parameter read after its own update.
+    Read in place, a kernel saw the value another kernel (or itself, at another element) had just written."""
+    writes = {subst.get(o, o) for o in self.written}
+    for key in [k for k, cur in subst.items() if cur is not k and cur in writes and k not in self.written]:
+      cur = subst[key]
+      if (copy := self.copies.get(key)) is None: copy = self.copies[key] = Buffer(cur.device, cur.size, cur.dtype)
+      subst[key] = copy.copyin(cur.as_memoryview())
 
   def _replay(self, inputs, binds) -> Any:
     from fusegrad.tensor import Tensor
@@ -168,6 +180,7 @@ class _Capture:
       cur = b0 if t.uop is v0 else b1 if t.uop is v1 else _buf(t)  # the tensor holds one of its two buffers unless reassigned
       target, subst[b0], subst[b1] = (v0, cur, b0) if cur is b1 else (v1, cur, b1)
       rebind.append((t, target))
+    self._unalias(subst)
     rng_shift, new_vals = rng.counter() - self.rng[0], dict(binds)
     # the loop touches as few objects per kernel as it can: after a kernel has streamed megabytes through the caches,
     # each one is a cache miss (Python costs 2-3x more per kernel in a b128 MNIST step than in a b2 one). Without

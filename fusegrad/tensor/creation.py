@@ -247,13 +247,14 @@ class CreationMixin(TensorMixin):
     return cls(fetch(url, gunzip=gunzip), **kwargs)
   @classmethod
   def from_uop(cls: type[Tensor], y: UOp, **kwargs) -> Tensor:
-    """tinygrad's: a tensor of a scalar node: a bound Variable, a constant, or sums and products of them."""
-    if y.op is Ops.BIND: return cls(y, **kwargs, requires_grad=False)
-    if y.op is Ops.CONST: return cls(y.arg, **kwargs, requires_grad=False)
-    if y.op in (Ops.ADD, Ops.MUL):
+    """tinygrad's: a tensor of a scalar node: a bound Variable, a constant, or sums, differences and products of them."""
+    kwargs = {**kwargs, "requires_grad": False}
+    if y.op is Ops.BIND: return cls(y, **kwargs)
+    if y.op is Ops.CONST: return cls(y.arg, **{"dtype": y.dtype, **kwargs})
+    if y.op in (Ops.ADD, Ops.SUB, Ops.MUL):
       a, b = (cls.from_uop(s, **kwargs) for s in y.src)
-      return a + b if y.op is Ops.ADD else a * b
-    raise TensorError(f"from_uop: a {y.op.name} node is not a bound Variable, a constant, or a sum or product of them")
+      return a + b if y.op is Ops.ADD else a - b if y.op is Ops.SUB else a * b
+    raise TensorError(f"from_uop: a {y.op.name} node is not a bound Variable, a constant, or a sum, difference or product of them")
   @classmethod
   def from_blob(cls: type[Tensor], ptr, shape, **kwargs) -> Tensor:
     """A tensor holding a copy of the memory at ptr (an int address, a ctypes pointer, or an object with

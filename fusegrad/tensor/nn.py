@@ -103,19 +103,20 @@ def _input_grad_by_phases(g: Tensor, w: Tensor, x_shape: tuple[int, ...], groups
   cut were one copy whose every element divided its index by the stride, 12 GB/s."""
   n, k_, (bs, cin_all, *size) = len(s_), w.shape[2:], x_shape
   spans = [-(-sz // s) for sz, s in zip(size, s_)]  # positions per phase (the first phase's; others pad to it)
-  phases = []
+  phases, rows = [], []  # rows: the width of each computed phase's rows (which decides its conv's layout)
   for q in itertools.product(*(range(s) for s in s_)):
     r, shift = zip(*(((qi + left) % s, (qi + left) // s) for qi, left, s in zip(q, lefts, s_)))
     if any(ri >= k for ri, k in zip(r, k_)):  # a phase no tap reaches (a 1x1 kernel's odd positions): zeros
       phases.append(type(g).zeros(bs, cin_all, *spans, dtype=g.dtype, device=g.device))
       continue
     part = g.conv_transpose2d(w[(slice(None), slice(None), *(slice(ri, None, s) for ri, s in zip(r, s_)))], groups=groups)
+    rows.append(part.shape[-1])
     # positions shift .. shift + span of it, zeros past its ends
     phases.append(part.pad(((0, 0), (0, 0), *((-c, c + sp - ps) for c, sp, ps in zip(shift, spans, part.shape[2:])))))
   # (s_0 * s_1 ..., bs, c, *spans) -> (bs, c, span_0, s_0, span_1, s_1, ...) -> rows of span * s, cut to the input's size
   out = type(g).stack(*phases).reshape(*s_, bs, cin_all, *spans).permute(n, n + 1, *flatten((n + 2 + i, i) for i in range(n)))
   out = out.reshape(bs, cin_all, *(sp * s for sp, s in zip(spans, s_))).shrink(((0, bs), (0, cin_all), *((0, sz) for sz in size)))
-  if not _channels_last(Device[g.device].renderer, w.shape[1], spans[-1]): return out
+  if not all(_channels_last(Device[g.device].renderer, w.shape[1], row) for row in rows): return out
   # phases computed channels last are interleaved so, moving whole vectors of channels, and the gradient is a view of
   # that buffer (a stride-1 conv's input gradient is one too): interleaved channels first, the copy gathered every
   # element (ResNet's 3x3 stride-2 64 -> 128 layer at 56x56, batch 8: 0.9-1.2 -> 0.45 ms)

@@ -543,7 +543,8 @@ class Tensor(CreationMixin, MovementMixin, ElementwiseMixin, ReduceMixin, Indexi
     Realizing afterwards schedules again (from the schedule cache)."""
     with _realize_lock: return create_schedule([t.uop for t in (self, *lst)])[0]
   def schedule_with_vars(self, *lst: Tensor) -> tuple[list, dict[str, int]]:
-    """tinygrad's: schedule() and the values of the Variables its kernels are launched with, by name."""
+    """tinygrad's: schedule() and the values of the Variables its kernels are launched with, by name (a Variable bound
+    to several values in one schedule, as a long sort's passes do, shows its last; each item's var_vals has its own)."""
     items = self.schedule(*lst)
     return items, {v.arg[0]: x for si in items for v, x in si.var_vals}
   def kernelize(self, *lst: Tensor) -> Tensor:

@@ -347,3 +347,32 @@ def test_returned_inputs_and_their_views_follow_each_call():
     a, s, v, r = f(x, y)
     assert a.tolist() == [10.0 * k] * 3 and s.tolist() == [11.0 * k, 11.0 * k + 1, 11.0 * k + 2], k
     assert v.tolist() == [k + 1.0, k + 2.0] and r.tolist() == [[k], [k + 1.0], [k + 2.0]], k
+
+def test_an_output_fed_back_as_the_next_input_is_read_before_it_is_rewritten():
+  # x = step(x): from the first replay on, the input is the buffer the step writes its result into. A kernel read it in
+  # place after another kernel (or itself, at another element) had written this call's result there
+  @TinyJit
+  def flip_twice(x): return (x.flip(0) * 2).realize()
+  @TinyJit
+  def with_sum(x): return (x * 2).contiguous().realize(), (x * 0 + x.sum()).realize()
+  xn = np.arange(40, dtype=np.float32)
+  x, y, ref_x, ref_y = Tensor(xn), Tensor(xn), xn, xn
+  for _ in range(5):
+    x, (y, s) = flip_twice(x), with_sum(y)
+    ref_x, sums, ref_y = ref_x[::-1] * 2, ref_y.sum(), ref_y * 2
+    assert np.array_equal(x.numpy(), ref_x) and np.array_equal(y.numpy(), ref_y) and np.array_equal(s.numpy(), np.full(40, sums, np.float32))
+
+def test_a_returned_parameter_is_read_before_its_update_by_the_other_updates():
+  # W is returned and updated; X's update reads W's value from before the step. The replay read W's result buffer,
+  # already holding the new W (silently wrong from the first replay on)
+  def run(jit: bool):
+    W, X = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 4.0], requires_grad=True)
+    def step():
+      W.grad = X.grad = None
+      (X * W).sum().backward()  # X.grad = W, W.grad = X
+      X.assign(X.detach() - 0.1 * X.grad)
+      W.assign(W.detach() - 0.1 * W.grad)
+      return Tensor.realize(W, X)
+    fn = TinyJit(step) if jit else step
+    return [(fn(), (W.tolist(), X.tolist()))[1] for _ in range(5)]
+  assert run(True) == run(False)

@@ -301,7 +301,9 @@ def test_a_realized_bound_variable_stays_usable():
 
 def test_from_uop_from_url_schedule_with_vars_kernelize(tmp_path):
   v = Variable("n", 1, 10).bind(4)
-  assert Tensor.from_uop(v).item() == 4 and Tensor.from_uop((v * 3) + 2).item() == 14
+  assert Tensor.from_uop(v).item() == 4 and Tensor.from_uop((v * 3) + 2).item() == 14 and Tensor.from_uop(v - 1).item() == 3
+  assert not Tensor.from_uop(v * 2, requires_grad=True).requires_grad
+  assert Tensor.from_uop(fusegrad.UOp.const(fusegrad.dtypes.int16, 7)).dtype == fusegrad.dtypes.int16
   assert Tensor.from_uop(fusegrad.UOp.const(fusegrad.dtypes.float32, 2.5)).item() == 2.5
   with pytest.raises(Exception, match="from_uop: a "): Tensor.from_uop(Tensor([1, 2]).uop)
   f = tmp_path / "blob.bin"
