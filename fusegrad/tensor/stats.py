@@ -11,7 +11,7 @@ from fusegrad.dtype import dtypes
 from fusegrad.helpers import DTypeError, TensorError, prod
 from fusegrad.uop.ops import broadcast_shape, wide_dtype
 from fusegrad.tensor.common import IDX, TensorMixin, is_tensor, _arange, _norm, _to_last
-from fusegrad.tensor.indexing import _rank_to_index, _sort_indices, _sort_rank
+from fusegrad.tensor.indexing import _rank_to_index, _sort_indices
 
 if TYPE_CHECKING:
   from fusegrad.tensor.tensor import Tensor  # noqa: F401
@@ -39,7 +39,6 @@ def _lex_rank(rows: Tensor) -> Tensor:
   compare at their first differing column; NaN sorts after every number and differs from every value, itself
   included, so two NaNs there go in row order (torch.unique(dim=) keeps such rows apart)."""
   n, m = rows.shape
-  if m == 1: return _sort_rank(rows.reshape(n), False)
   x = rows.cast(dtypes.uint8) if rows.dtype == dtypes.bool else rows
   a, b = x.unsqueeze(1), x.unsqueeze(0)  # [i, j, k]: column k of rows i and j
   ar = _arange(n, x)
@@ -73,8 +72,12 @@ def _unique(x: Tensor, dim, sort: bool, return_inverse: bool, return_counts: boo
     vals = x.reshape(0) if d is None else x
     inv = T.zeros(x.shape if d is None else (0,), dtype=IDX, device=x.device)
     return _unique_result(vals, inv, T.zeros(0, dtype=IDX, device=x.device), return_inverse, return_counts)
-  rank = _lex_rank(rows) if sort else None
-  srows = rows.index_select(0, _rank_to_index(rank, n)) if rank is not None else rows
+  if not sort: order = rank = None
+  elif rows.shape[1] == 1:  # values: sorted as sort() does (a bitonic network for long rows); the argsort of that
+    order = _sort_indices(rows.reshape(n), False)  # permutation is its inverse, where each value went
+    rank = _sort_indices(order, False) if return_inverse else None
+  else: order = _rank_to_index(rank := _lex_rank(rows), n)
+  srows = rows.index_select(0, order) if order is not None else rows
   new = _group_starts(srows)
   gid = new.cast(IDX).cumsum() - 1
   if rank is not None: gid = gid.gather(0, rank)

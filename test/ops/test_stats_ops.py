@@ -64,6 +64,15 @@ def test_unique_random_and_dtypes():
   assert inv.dtype == dtypes.int32 and cnt.dtype == dtypes.int32  # fusegrad's index dtype (torch: int64)
   assert not Tensor([1.0, 2.0], requires_grad=True).unique().requires_grad
 
+def test_unique_long_input_sorts_by_the_network():
+  # more than SORT_NETWORK_MIN values: sorted as sort() does (a bitonic network), the inverse the argsort of the order;
+  # by ranks this compared every pair (a million values took hours)
+  rng = np.random.default_rng(1)
+  for a in (rng.integers(-50, 50, size=(3, 1700)), rng.standard_normal(2600).astype(np.float32).round(1), rng.integers(0, 2, 3000).astype(bool)):
+    for inv, cnt in ((False, False), (True, True)):
+      _same(Tensor(a).unique(return_inverse=inv, return_counts=cnt), torch.unique(_t(a), return_inverse=inv, return_counts=cnt))
+    _same(Tensor(a.reshape(-1)).unique(dim=0, return_inverse=True), torch.unique(_t(a.reshape(-1)), dim=0, return_inverse=True))
+
 def test_unique_empty_and_errors():
   for shape in ((0,), (0, 3), (2, 0)):
     _same(Tensor.zeros(*shape).unique(return_inverse=True, return_counts=True),
