@@ -92,26 +92,24 @@ def _sort_indices(x: Tensor, descending: bool, k: int | None = None) -> Tensor:
   million took hours by ranks)."""
   n = x.shape[-1]
   k = n if k is None else k
-  if n <= SORT_NETWORK_MIN: return _rank_to_index(_sort_rank(x, descending), k)
-  order = _bitonic_order(x, descending)
-  return order if k == n else order.shrink(tuple((0, s) for s in order.shape[:-1]) + ((0, k),))
+  return _rank_to_index(_sort_rank(x, descending), k) if n <= SORT_NETWORK_MIN else _bitonic_order(x, descending, k)
 
-def _bitonic_order(x: Tensor, descending: bool) -> Tensor:
-  """A bitonic sorting network over the last dim, padded to a power of two N: log2(N) * (log2(N) + 1) / 2 passes, each
-  comparing every position i with i ^ j in blocks of k ordered up (i & k == 0) or down, and keeping the element that
-  goes there. j and k are bound Variables, so every pass runs the same two kernels (values, indices): one compile, not
-  two a pass. An element goes before another when it is not padding and the other is, or by value (NaN as the largest),
+def _bitonic_order(x: Tensor, descending: bool, k: int) -> Tensor:
+  """The first k indices of a stable sort of the last dim, by a bitonic sorting network over it padded to a power of two
+  N: log2(N) * (log2(N) + 1) / 2 passes, each comparing every position i with i ^ j in blocks ordered up
+  (i & block == 0) or down, and keeping the element that goes there. j and block are bound Variables, so every pass runs
+  the same two kernels (values, indices): one compile, not two a pass. An element goes before another when it is not padding and the other is, or by value (NaN as the largest),
   then by its original index: ties keep their order, as in a stable sort."""
   if x.dtype == dtypes.bool: x = x.cast(dtypes.uint8)
   *lead, n = x.shape
   N = 1 << (n - 1).bit_length()
   i = _arange(N, x)
   v, idx = _pad_dim(x, x.ndim - 1, 0, N - n), i.reshape(*(1,) * len(lead), N).expand(*lead, N)
-  k = 2
-  while k <= N:
-    j = k // 2
+  block = 2
+  while block <= N:
+    j = block // 2
     while j:
-      jt, kt = (type(x)(Variable(name, 1, N).bind(val)) for name, val in (("_sort_j", j), ("_sort_k", k)))
+      jt, kt = (type(x)(Variable(name, 1, N).bind(val)) for name, val in (("_sort_j", j), ("_sort_k", block)))
       partner = (i ^ jt).expand(*lead, N)
       pv, pi = v.gather(-1, partner), idx.gather(-1, partner)
       before, same = (v > pv, v == pv) if descending else (v < pv, v == pv)
@@ -123,8 +121,8 @@ def _bitonic_order(x: Tensor, descending: bool) -> Tensor:
       keep = first == (((i & jt) == 0) == ((i & kt) == 0))  # the lower of a pair in an up block takes the first
       v, idx = keep.where(v, pv).contiguous(), keep.where(idx, pi).contiguous()
       j //= 2
-    k *= 2
-  return idx.shrink(tuple((0, s) for s in lead) + ((0, n),))
+    block *= 2
+  return idx[..., :k]
 
 def _rank_to_index(rank: Tensor, k: int) -> Tensor:
   """idx[..., r] = the i with rank[..., i] == r, for r < k."""
